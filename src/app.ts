@@ -1,0 +1,40 @@
+import { Elysia } from "elysia";
+import { type Clock, createTokenStore } from "./auth/tokens";
+import type { AppDatabase } from "./db/client";
+import { apiDocs } from "./docs/openapi";
+import { errorHandler, errorResponse } from "./http/errors";
+import { declaredBodyTooLarge, tooLarge } from "./http/json-body";
+import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
+import { createPlantQueries } from "./plants/queries";
+import { plantRoutes } from "./plants/routes";
+
+export interface AppDeps {
+  db: AppDatabase;
+  bodyLimitBytes: number;
+  clock?: Clock;
+  log?: (message: string, detail: unknown) => void;
+}
+
+const logToStderr = (message: string, detail: unknown) => console.error(message, detail);
+
+/** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
+export function createApp({ db, bodyLimitBytes, clock = Date.now, log = logToStderr }: AppDeps) {
+  const tokens = createTokenStore(db, clock);
+  const plants = createPlantQueries(db);
+  // Filled in once the routes exist: a 405 lists the methods routed for the path.
+  const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
+  const app = new Elysia()
+    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
+    .onRequest(({ request }) => {
+      if (declaredBodyTooLarge(request, bodyLimitBytes)) {
+        const { status, message } = tooLarge(bodyLimitBytes);
+        return errorResponse(status, message);
+      }
+    })
+    .use(apiDocs())
+    .use(plantRoutes({ plants, tokens, bodyLimitBytes }));
+  routeTable.routes = app.routes;
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,68 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+
+export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
+export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
+
+export interface Config {
+  port: number;
+  host: string;
+  /** A filesystem path, or ":memory:". */
+  databasePath: string;
+  synchronous: SynchronousMode;
+  bodyLimitBytes: number;
+}
+
+/** Thrown for any invalid setting; its message is the one line printed at start-up. */
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
+  }
+  return Number(raw);
+}
+
+/** `file:` URLs and plain paths both name a SQLite file; ":memory:" keeps everything in RAM. */
+export function databasePathFrom(url: string): string {
+  if (url === ":memory:" || url === "file::memory:") return ":memory:";
+  if (url.startsWith("file://")) return new URL(url).pathname;
+  if (url.startsWith("file:")) return url.slice("file:".length).split("?")[0] ?? "";
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    throw new ConfigError("DATABASE_URL must be a SQLite path, a file: URL or :memory:");
+  }
+  return url;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const synchronous = (env.DB_SYNCHRONOUS?.trim() || "FULL").toUpperCase();
+  if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous)) {
+    throw new ConfigError(`DB_SYNCHRONOUS must be one of ${SYNCHRONOUS_MODES.join(", ")}`);
+  }
+  const databasePath = databasePathFrom(env.DATABASE_URL?.trim() || "./data/plants.sqlite");
+  if (databasePath === "") throw new ConfigError("DATABASE_URL must not be empty");
+  const host = env.HOST?.trim() || "0.0.0.0";
+  return {
+    port: integerSetting(env, "PORT", 3000, 0, 65535),
+    host,
+    databasePath,
+    synchronous: synchronous as SynchronousMode,
+    bodyLimitBytes: integerSetting(env, "BODY_LIMIT_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
+  };
+}
+
+/** Creates the database's folder so a first start on a fresh machine just works. */
+export function ensureDatabaseFolder(config: Config): void {
+  if (config.databasePath === ":memory:") return;
+  try {
+    mkdirSync(dirname(resolve(config.databasePath)), { recursive: true });
+  } catch (error) {
+    throw new ConfigError(
+      `cannot create the folder for DATABASE_URL (${(error as NodeJS.ErrnoException).code ?? "error"})`,
+    );
+  }
+}

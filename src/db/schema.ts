@@ -1,0 +1,52 @@
+import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/**
+ * A signed 64-bit integer kept exact: bun:sqlite binds a bigint as INTEGER without rounding.
+ * Reads come back as JS numbers (exact only up to 2^53); the API never returns plant ids,
+ * so nothing here depends on reading them back.
+ */
+const int64 = customType<{ data: bigint; driverData: bigint | number }>({
+  dataType: () => "integer",
+  fromDriver: (value) => BigInt(value),
+});
+
+export const users = sqliteTable("users", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  name: text("name").notNull().unique(),
+  createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+});
+
+export const tokens = sqliteTable(
+  "tokens",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
+    /** SHA-256 of the token, hex. The token itself is never stored. */
+    hash: text("hash").notNull().unique(),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+    lastUsedAt: integer("last_used_at", { mode: "timestamp_ms" }),
+    /** Revoked tokens stay as rows so that a revoked-only table never re-triggers bootstrap. */
+    revokedAt: integer("revoked_at", { mode: "timestamp_ms" }),
+  },
+  (table) => [index("tokens_user_id_idx").on(table.userId)],
+);
+
+export const plants = sqliteTable(
+  "plants",
+  {
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => users.id),
+    id: int64("id").notNull(),
+    name: text("name").notNull(),
+    tag: text("tag"),
+  },
+  // Ids are unique per owner; the key also serves the ordered per-owner list.
+  (table) => [primaryKey({ columns: [table.ownerId, table.id] })],
+);
+
+export type UserRow = typeof users.$inferSelect;
+export type TokenRow = typeof tokens.$inferSelect;
+export type PlantRow = typeof plants.$inferSelect;

@@ -1,0 +1,82 @@
+import { Elysia, type ValidationError } from "elysia";
+import { describeRule } from "./types";
+
+/** A failure the client can act on; its message is safe to show. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ error: status, message }), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+const STATUS_MESSAGES: Record<number, string> = {
+  400: "The request is malformed.",
+  404: "No such resource.",
+  413: "The request body is too large.",
+  500: "Internal server error; the failure has been logged.",
+};
+
+type ValueError = { path: string; schema: unknown; type?: number };
+
+/**
+ * Names the field and the rule it breaks, never the value sent: an error message may be
+ * logged or shown, and the input may be a secret or garbage.
+ */
+export function validationMessage(error: Readonly<ValidationError>): string {
+  const where = error.type;
+  const value: unknown = error.value;
+  if (where === "body" && (typeof value !== "object" || value === null || Array.isArray(value))) {
+    return "body: must be a JSON object";
+  }
+  const first = (error.all as ValueError[])[0];
+  if (!first) return `${where}: is invalid`;
+  const field = first.path.replace(/^\//, "").replaceAll("/", ".");
+  return `${field || where}: ${describeRule(first.schema)}`;
+}
+
+export interface ErrorHandlerOptions {
+  /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
+  allowedMethods(path: string): string[];
+  log(message: string, detail: unknown): void;
+}
+
+/** The one place where every failure becomes the Error body. */
+export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
+  return new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request }) => {
+    // Elysia wraps whatever a parse hook throws in a ParseError.
+    const cause = code === "PARSE" ? (error as Error).cause : error;
+    if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
+    switch (code) {
+      case "VALIDATION":
+        return errorResponse(400, validationMessage(error));
+      case "PARSE":
+        return errorResponse(400, "body: must be a valid JSON document");
+      case "NOT_FOUND": {
+        const allow = allowedMethods(new URL(request.url).pathname);
+        if (allow.length > 0) {
+          return errorResponse(405, `This path accepts only ${allow.join(", ")}.`, { allow: allow.join(", ") });
+        }
+        return errorResponse(404, "No route matches this path.");
+      }
+      case "INVALID_COOKIE_SIGNATURE":
+      case "INVALID_FILE_TYPE":
+        return errorResponse(400, STATUS_MESSAGES[400] as string);
+    }
+    const status =
+      typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;
+    if (status >= 400 && status < 500)
+      return errorResponse(status, STATUS_MESSAGES[status] ?? "The request was refused.");
+    log("unhandled error", error);
+    return errorResponse(500, STATUS_MESSAGES[500] as string);
+  });
+}

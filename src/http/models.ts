@@ -1,0 +1,45 @@
+import { t } from "elysia";
+
+export const errorModels = {
+  Error: t.Object(
+    {
+      // Unsafe: t.Integer would be documented as "integer or numeric string".
+      error: t.Unsafe<number>({ type: "integer", description: "The HTTP status code" }),
+      message: t.String({ description: "What went wrong, in a sentence a person can act on" }),
+    },
+    { description: "The body of every error response" },
+  ),
+};
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "The request is invalid; the message names the field and the rule",
+  401: "No valid bearer token (see WWW-Authenticate)",
+  404: "Not among your plants",
+  409: "You already have a plant with this id",
+  413: "The body is over the size limit",
+  415: "The body is not application/json",
+  429: "Too many requests; retry after the Retry-After delay",
+  500: "Unexpected server fault; the detail is in the server log",
+  503: "The service is overloaded or shutting down",
+};
+
+const json = (schema: object) => ({ "application/json": { schema } });
+
+/** OpenAPI response objects for error statuses, all with the Error body. */
+export function errorResponses(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      {
+        description: ERROR_DESCRIPTIONS[status] ?? "Error",
+        content: json({ $ref: "#/components/schemas/Error" }),
+      },
+    ]),
+  );
+}
+
+/** An OpenAPI response object whose body is a component schema, or an array of them. */
+export function modelResponse(description: string, model: string, options: { array?: boolean } = {}) {
+  const ref = { $ref: `#/components/schemas/${model}` };
+  return { description, content: json(options.array ? { type: "array", items: ref } : ref) };
+}

@@ -1,0 +1,27 @@
+import { t } from "elysia";
+import { Int32Query, Int64, Int64Param, Text, withOwnMessage } from "../http/types";
+
+const name = () => Text({ minLength: 1, maxLength: 256, description: "1 to 256 characters" });
+const tag = () => t.Optional(Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" }));
+
+export const plantModels = {
+  Plant: t.Object({ name: name(), tag: tag() }),
+  NewPlant: withOwnMessage(
+    t.Object({
+      id: Int64({ description: "Any signed 64-bit integer, unique among the caller's plants" }),
+      name: name(),
+      tag: tag(),
+    }),
+  ),
+};
+
+export const listPlantsQuery = t.Object({
+  limit: t.Optional(Int32Query({ description: "How many plants to return at most; all when absent" })),
+});
+
+export const plantIdParams = t.Object({
+  id: Int64Param({ description: "The id of one of the caller's plants, in decimal" }),
+});
+
+export type Plant = (typeof plantModels.Plant)["static"];
+export type NewPlant = (typeof plantModels.NewPlant)["static"];

@@ -1,0 +1,76 @@
+import { Elysia } from "elysia";
+import { bearerAuth } from "../auth/plugin";
+import type { TokenStore } from "../auth/tokens";
+import { HttpError } from "../http/errors";
+import { jsonBody } from "../http/json-body";
+import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { listPlantsQuery, plantIdParams, plantModels } from "./model";
+import type { PlantQueries } from "./queries";
+
+export interface PlantRoutesDeps {
+  plants: PlantQueries;
+  tokens: TokenStore;
+  bodyLimitBytes: number;
+}
+
+/*
+ * Responses are documented in `detail` rather than declared as `response` schemas: handlers
+ * return values typed from the same models, and skipping Elysia's response validation keeps
+ * the hot path lean. The generator also cannot document a body-less 204 from a schema.
+ */
+export function plantRoutes({ plants, tokens, bodyLimitBytes }: PlantRoutesDeps) {
+  return new Elysia({ prefix: "/plants" })
+    .use(bearerAuth(tokens))
+    .model({ ...plantModels, ...errorModels })
+    .post(
+      "",
+      ({ body, user }) => {
+        const plant = plants.createPlant(user.id, body);
+        if (!plant)
+          throw new HttpError(409, "id: you already have a plant with this id; delete it first to replace it");
+        return plant;
+      },
+      {
+        ...jsonBody(bodyLimitBytes),
+        body: "NewPlant",
+        detail: {
+          summary: "Create a plant",
+          operationId: "addPlant",
+          tags: ["plants"],
+          responses: {
+            200: modelResponse("The plant as stored", "Plant"),
+            ...errorResponses(400, 401, 409, 413, 415, 500),
+          },
+        },
+      },
+    )
+    .get("", ({ query, user }) => plants.listPlants(user.id, query.limit), {
+      query: listPlantsQuery,
+      detail: {
+        summary: "List your plants",
+        description: "Your plants ordered by id ascending, at most `limit` of them.",
+        operationId: "listPlants",
+        tags: ["plants"],
+        responses: {
+          200: modelResponse("Your plants, by id ascending", "Plant", { array: true }),
+          ...errorResponses(400, 401, 500),
+        },
+      },
+    })
+    .delete(
+      "/:id",
+      ({ params, user, set }) => {
+        if (!plants.deletePlant(user.id, params.id)) throw new HttpError(404, "id: you have no plant with this id");
+        set.status = 204;
+      },
+      {
+        params: plantIdParams,
+        detail: {
+          summary: "Delete one of your plants",
+          operationId: "deletePlant",
+          tags: ["plants"],
+          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 500) },
+        },
+      },
+    );
+}

@@ -1,0 +1,48 @@
+import { createApp } from "../src/app";
+import { createTokenStore } from "../src/auth/tokens";
+import { openDatabase } from "../src/db/client";
+
+export const BASE = "http://localhost";
+
+/** A fresh app on its own migrated in-memory database. */
+export function makeTestApp(options: { bodyLimitBytes?: number; now?: () => number } = {}) {
+  const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
+  const logged: Array<{ message: string; detail: unknown }> = [];
+  const clock = options.now ?? Date.now;
+  const app = createApp({
+    db,
+    bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
+    clock,
+    log: (message, detail) => logged.push({ message, detail }),
+  });
+  const tokens = createTokenStore(db, clock);
+
+  /** Sends a request; `token` becomes the Authorization header, `json` the JSON body. */
+  async function call(
+    method: string,
+    path: string,
+    init: { token?: string; json?: unknown; body?: RequestInit["body"]; headers?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { ...init.headers };
+    if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+    let body = init.body;
+    if (init.json !== undefined) {
+      body = typeof init.json === "string" ? init.json : JSON.stringify(init.json);
+      headers["content-type"] ??= "application/json";
+    }
+    return app.handle(new Request(`${BASE}${path}`, { method, headers, body }));
+  }
+
+  return {
+    app,
+    sqlite,
+    db,
+    tokens,
+    logged,
+    call,
+    /** Issues a token for `user` (created if needed) and returns the secret. */
+    tokenFor: (user: string) => tokens.issue(user).token,
+  };
+}
+
+export type TestApp = ReturnType<typeof makeTestApp>;
