@@ -25,15 +25,15 @@ describe("OpenAPI document at /swagger/json", () => {
 
   test("has the Plant, NewPlant and Error component schemas", async () => {
     const { document } = await fetchDocument();
-    const { Plant, NewPlant, Error } = document.components.schemas;
+    const { Plant, NewPlant, Error: ErrorSchema } = document.components.schemas;
     expect(Plant.required).toEqual(["name"]);
     expect(Object.keys(Plant.properties).sort()).toEqual(["name", "tag"]);
     expect(NewPlant.required).toEqual(["id", "name"]);
     expect(NewPlant.properties.id).toMatchObject({ type: "integer", format: "int64" });
     expect(NewPlant.properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 256 });
     expect(NewPlant.properties.tag).toMatchObject({ type: "string", minLength: 0, maxLength: 256 });
-    expect(Error.required).toEqual(["error", "message"]);
-    expect(Error.properties.error.type).toBe("integer");
+    expect(ErrorSchema.required).toEqual(["error", "message"]);
+    expect(ErrorSchema.properties.error.type).toBe("integer");
   });
 
   test("declares every status the SPEC names on each operation", async () => {

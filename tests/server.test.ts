@@ -68,7 +68,9 @@ describe("the real server process", () => {
       const after = await fetch(`${server.url}/plants`, { headers: auth });
       expect(after.status).toBe(401);
       expect(after.headers.get("www-authenticate")).toBe('Bearer error="invalid_token"');
-      expect((await runCli(["token", "list"], env)).stdout).toMatch(new RegExp(`^${aliceId}\\s+alice\\s.*revoked`, "m"));
+      expect((await runCli(["token", "list"], env)).stdout).toMatch(
+        new RegExp(`^${aliceId}\\s+alice\\s.*revoked`, "m"),
+      );
     } finally {
       expect(await server.stop()).toBe(0);
     }

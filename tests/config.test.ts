@@ -1,0 +1,37 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "../src/config";
+
+describe("configuration", () => {
+  test("defaults match the SPEC", () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      host: "0.0.0.0",
+      databasePath: "./data/plants.sqlite",
+      synchronous: "FULL",
+      bodyLimitBytes: 65536,
+    });
+  });
+
+  test("DATABASE_URL takes a plain path, a file: URL or :memory:", () => {
+    expect(loadConfig({ DATABASE_URL: "/var/lib/p.db" }).databasePath).toBe("/var/lib/p.db");
+    expect(loadConfig({ DATABASE_URL: "file:./x.sqlite" }).databasePath).toBe("./x.sqlite");
+    expect(loadConfig({ DATABASE_URL: "file:///srv/x.sqlite" }).databasePath).toBe("/srv/x.sqlite");
+    expect(loadConfig({ DATABASE_URL: ":memory:" }).databasePath).toBe(":memory:");
+  });
+
+  test.each([
+    [{ PORT: "http" }, "PORT must be an integer between 0 and 65535"],
+    [{ PORT: "70000" }, "PORT must be an integer between 0 and 65535"],
+    [{ PORT: "-1" }, "PORT must be an integer between 0 and 65535"],
+    [{ DB_SYNCHRONOUS: "sometimes" }, "DB_SYNCHRONOUS must be one of OFF, NORMAL, FULL, EXTRA"],
+    [{ DATABASE_URL: "postgres://db/plants" }, "DATABASE_URL must be a SQLite path, a file: URL or :memory:"],
+    [{ BODY_LIMIT_BYTES: "10" }, "BODY_LIMIT_BYTES must be an integer between 1024 and 16777216"],
+  ])("%o is refused with one clear line", (env, message) => {
+    expect(() => loadConfig(env)).toThrow(new ConfigError(message));
+  });
+
+  test("values are read exactly", () => {
+    const config = loadConfig({ PORT: "8080", HOST: "127.0.0.1", DB_SYNCHRONOUS: "normal", BODY_LIMIT_BYTES: "2048" });
+    expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", synchronous: "NORMAL", bodyLimitBytes: 2048 });
+  });
+});
