@@ -34,10 +34,6 @@ type ValueError = { path: string; schema: unknown; type?: number };
  */
 export function validationMessage(error: Readonly<ValidationError>): string {
   const where = error.type;
-  const value: unknown = error.value;
-  if (where === "body" && (typeof value !== "object" || value === null || Array.isArray(value))) {
-    return "body: must be a JSON object";
-  }
   const first = (error.all as ValueError[])[0];
   if (!first) return `${where}: is invalid`;
   const field = first.path.replace(/^\//, "").replaceAll("/", ".");

@@ -83,9 +83,11 @@ export class RejectedBody {
 }
 
 /**
- * Route hooks for a JSON body: Elysia's `parse` runs before authentication, so a failure is
- * held as a RejectedBody and thrown by `transform`, which runs after it. The trailing "json"
- * never runs (the reader always answers); it tells the OpenAPI generator the media type.
+ * Route hooks for a JSON object body: Elysia's `parse` runs before authentication, so a
+ * failure is held as a RejectedBody and thrown by `transform`, which runs after it. The
+ * object check is made here too because Elysia's validation sees a normalised value, in
+ * which an array or a number already looks like an object. The trailing "json" never runs
+ * (the reader always answers); it tells the OpenAPI generator the media type.
  */
 export function jsonBody(limitBytes: number) {
   return {
@@ -102,6 +104,9 @@ export function jsonBody(limitBytes: number) {
     ],
     transform: ({ body }: { body: unknown }) => {
       if (body instanceof RejectedBody) throw body.error;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        throw new HttpError(400, "body: must be a JSON object");
+      }
     },
   };
 }

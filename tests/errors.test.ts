@@ -1,0 +1,160 @@
+import { beforeEach, describe, expect, test } from "bun:test";
+import { makeTestApp, type TestApp } from "./helpers";
+
+/** The Error body: application/json, `error` equal to the HTTP status, a non-empty message. */
+async function expectErrorBody(response: Response, status: number): Promise<string> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get("content-type")).toMatch(/^application\/json\b/);
+  const body = (await response.json()) as Record<string, unknown>;
+  expect(Object.keys(body).sort()).toEqual(["error", "message"]);
+  expect(body.error).toBe(status);
+  expect(typeof body.message).toBe("string");
+  expect((body.message as string).trim().length).toBeGreaterThan(0);
+  return body.message as string;
+}
+
+/** What a generic 500 message must not reveal. */
+function expectGeneric(message: string) {
+  for (const leak of [
+    "SQLite",
+    "sqlite",
+    "SQL",
+    "SELECT",
+    "INSERT",
+    "DELETE FROM",
+    "no such table",
+    "at ",
+    ".ts",
+    "/work/",
+    "node_modules",
+  ]) {
+    expect(message).not.toContain(leak);
+  }
+}
+
+describe("errors", () => {
+  let t: TestApp;
+  let token: string;
+
+  beforeEach(() => {
+    t = makeTestApp();
+    token = t.tokenFor("alice");
+  });
+
+  test("every error has the Error body with error equal to the HTTP status", async () => {
+    await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } });
+    const cases: Array<[number, Promise<Response>]> = [
+      [400, t.call("POST", "/plants", { token, json: { id: "x", name: "Fern" } })],
+      [400, t.call("POST", "/plants", { token, json: "{broken" })],
+      [400, t.call("GET", "/plants?limit=-1", { token })],
+      [400, t.call("DELETE", "/plants/abc", { token })],
+      [401, t.call("GET", "/plants")],
+      [401, t.call("GET", "/plants", { token: "pst_unknown" })],
+      [404, t.call("DELETE", "/plants/2", { token })],
+      [404, t.call("GET", "/no-such-route", { token })],
+      [405, t.call("PUT", "/plants", { token })],
+      [409, t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } })],
+      [413, t.call("POST", "/plants", { token, json: JSON.stringify({ id: 2, name: "x".repeat(70_000) }) })],
+      [
+        415,
+        t.call("POST", "/plants", {
+          token,
+          body: "id=1",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+        }),
+      ],
+    ];
+    for (const [status, pending] of cases) await expectErrorBody(await pending, status);
+  });
+
+  describe("unknown route", () => {
+    test.each(["/", "/nope", "/plant", "/plants/1/extra", "/plantsx"])("GET %s is 404", async (path) => {
+      await expectErrorBody(await t.call("GET", path, { token }), 404);
+    });
+
+    test("is 404 without a token too", async () => {
+      await expectErrorBody(await t.call("GET", "/nope"), 404);
+    });
+  });
+
+  describe("known path, wrong method", () => {
+    test("PUT /plants is 405 with Allow: GET, POST", async () => {
+      const response = await t.call("PUT", "/plants", { token, json: { id: 1, name: "Fern" } });
+      expect(response.headers.get("allow")).toBe("GET, POST");
+      await expectErrorBody(response, 405);
+    });
+
+    test("DELETE /plants is 405 with Allow: GET, POST", async () => {
+      const response = await t.call("DELETE", "/plants", { token });
+      expect(response.headers.get("allow")).toBe("GET, POST");
+      await expectErrorBody(response, 405);
+    });
+
+    test("PATCH /plants/1 is 405 with Allow: DELETE", async () => {
+      const response = await t.call("PATCH", "/plants/1", { token, json: { name: "Fern" } });
+      expect(response.headers.get("allow")).toBe("DELETE");
+      await expectErrorBody(response, 405);
+    });
+
+    test("POST /plants/1 is 405 with Allow: DELETE", async () => {
+      const response = await t.call("POST", "/plants/1", { token, json: { id: 1, name: "Fern" } });
+      expect(response.headers.get("allow")).toBe("DELETE");
+      await expectErrorBody(response, 405);
+    });
+
+    test("GET /plants/1 is 405 with Allow: DELETE", async () => {
+      const response = await t.call("GET", "/plants/1", { token });
+      expect(response.headers.get("allow")).toBe("DELETE");
+      await expectErrorBody(response, 405);
+    });
+
+    test("a wrong method changes nothing", async () => {
+      await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } });
+      await t.call("PUT", "/plants", { token, json: { id: 1, name: "Changed" } });
+      await t.call("PATCH", "/plants/1", { token, json: { name: "Changed" } });
+      expect(await (await t.call("GET", "/plants", { token })).json()).toEqual([{ name: "Fern" }]);
+    });
+  });
+
+  describe("unexpected fault", () => {
+    test("a closed database gives 500 with a generic message, and the detail goes to the log", async () => {
+      t.sqlite.close(true);
+      const message = await expectErrorBody(await t.call("GET", "/plants", { token }), 500);
+      expectGeneric(message);
+      expect(t.logged.length).toBeGreaterThan(0);
+      expect(t.logged.some((entry) => entry.detail instanceof Error)).toBe(true);
+    });
+
+    test("a failing query gives 500 without stack, SQL or file path, and the detail goes to the log", async () => {
+      t.sqlite.run("DROP TABLE plants");
+      for (const pending of [
+        t.call("GET", "/plants", { token }),
+        t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } }),
+        t.call("DELETE", "/plants/1", { token }),
+      ]) {
+        const response = await pending;
+        const text = await response.clone().text();
+        expectGeneric(text);
+        expectGeneric([...response.headers.entries()].join("\n"));
+        expectGeneric(await expectErrorBody(response, 500));
+      }
+      expect(t.logged).toHaveLength(3);
+      for (const entry of t.logged) expect(String(entry.detail)).toContain("no such table: plants");
+    });
+
+    test("the 500 body is the same whatever the fault", async () => {
+      t.sqlite.run("DROP TABLE plants");
+      const first = await (await t.call("GET", "/plants", { token })).json();
+      const second = await (await t.call("DELETE", "/plants/1", { token })).json();
+      expect(second).toEqual(first);
+    });
+  });
+
+  test("expected errors are not logged as faults", async () => {
+    await t.call("GET", "/plants");
+    await t.call("GET", "/plants?limit=x", { token });
+    await t.call("GET", "/nope", { token });
+    await t.call("DELETE", "/plants/1", { token });
+    expect(t.logged).toEqual([]);
+  });
+});
