@@ -1,16 +1,21 @@
 import { Elysia } from "elysia";
 import { type Clock, createTokenStore } from "./auth/tokens";
+import type { Config } from "./config";
 import type { AppDatabase } from "./db/client";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse } from "./http/errors";
 import { declaredBodyTooLarge, tooLarge } from "./http/json-body";
+import { createRateLimiter } from "./http/rate-limit";
 import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
+import { wireDefaults } from "./http/wire";
 import { createPlantQueries } from "./plants/queries";
 import { plantRoutes } from "./plants/routes";
 
+export type AppConfig = Pick<Config, "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins">;
+
 export interface AppDeps {
   db: AppDatabase;
-  bodyLimitBytes: number;
+  config: AppConfig;
   clock?: Clock;
   log?: (message: string, detail: unknown) => void;
 }
@@ -18,12 +23,15 @@ export interface AppDeps {
 const logToStderr = (message: string, detail: unknown) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
-export function createApp({ db, bodyLimitBytes, clock = Date.now, log = logToStderr }: AppDeps) {
+export function createApp({ db, config, clock = Date.now, log = logToStderr }: AppDeps) {
+  const { bodyLimitBytes } = config;
   const tokens = createTokenStore(db, clock);
   const plants = createPlantQueries(db);
+  const limiter = createRateLimiter(config.rateLimitPerMinute, clock);
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
+    .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
     .onRequest(({ request }) => {
       if (declaredBodyTooLarge(request, bodyLimitBytes)) {
@@ -32,7 +40,7 @@ export function createApp({ db, bodyLimitBytes, clock = Date.now, log = logToStd
       }
     })
     .use(apiDocs())
-    .use(plantRoutes({ plants, tokens, bodyLimitBytes }));
+    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -1,6 +1,7 @@
 import { createTokenStore, isValidUserName, USER_NAME_RULE } from "./auth/tokens";
 import { ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { openDatabase } from "./db/client";
+import { faultSummary } from "./http/errors";
 
 const USAGE = `Usage:
   bun run cli token create --user <name>   create the user if needed and print a new token
@@ -103,7 +104,7 @@ try {
     console.error(`plant-store: ${error.message}`);
     process.exitCode = 1;
   } else {
-    console.error(`plant-store: ${(error as Error).message}`);
+    console.error(`plant-store: ${faultSummary(error)}`);
     process.exitCode = 1;
   }
 }

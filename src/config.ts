@@ -11,6 +11,16 @@ export interface Config {
   databasePath: string;
   synchronous: SynchronousMode;
   bodyLimitBytes: number;
+  /** Requests per minute per token; 0 turns rate limiting off. */
+  rateLimitPerMinute: number;
+  /** Requests handled at once; past it new requests get a fast 503. */
+  maxInFlight: number;
+  /** A connection with no traffic for this long is closed. */
+  idleTimeoutSeconds: number;
+  /** How long a SIGTERM/SIGINT waits for in-flight requests before closing anyway. */
+  shutdownTimeoutMs: number;
+  /** Exact origins allowed to call the API from a browser; empty means CORS stays off. */
+  corsOrigins: string[];
 }
 
 /** Thrown for any invalid setting; its message is the one line printed at start-up. */
@@ -38,6 +48,23 @@ export function databasePathFrom(url: string): string {
   return url;
 }
 
+function originList(raw: string | undefined): string[] {
+  const origins = (raw ?? "")
+    .split(",")
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== "");
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {}
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError("CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com");
+    }
+  }
+  return origins;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const synchronous = (env.DB_SYNCHRONOUS?.trim() || "FULL").toUpperCase();
   if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous)) {
@@ -52,6 +79,11 @@ export function loadConfig(env: Env = process.env): Config {
     databasePath,
     synchronous: synchronous as SynchronousMode,
     bodyLimitBytes: integerSetting(env, "BODY_LIMIT_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
+    rateLimitPerMinute: integerSetting(env, "RATE_LIMIT_PER_MINUTE", 6000, 0, 10_000_000),
+    maxInFlight: integerSetting(env, "MAX_IN_FLIGHT", 1024, 1, 1_000_000),
+    idleTimeoutSeconds: integerSetting(env, "IDLE_TIMEOUT_SECONDS", 30, 1, 255),
+    shutdownTimeoutMs: integerSetting(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    corsOrigins: originList(env.CORS_ORIGINS),
   };
 }
 

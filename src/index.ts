@@ -1,17 +1,18 @@
 import { createApp } from "./app";
 import { createTokenStore } from "./auth/tokens";
-import { ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
-import { openDatabase } from "./db/client";
-
-/** Past this Bun answers a bare 413 itself; below it the app answers with the Error body. */
-const MAX_DECLARED_BODY_BYTES = 2 ** 31 - 1;
+import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
+import { closeDatabase, openDatabase } from "./db/client";
+import { faultDetail, faultSummary } from "./http/errors";
+import { serve } from "./server";
 
 function fail(message: string): never {
   console.error(`plant-store: ${message}`);
   process.exit(1);
 }
 
-let config: ReturnType<typeof loadConfig>;
+const log = (message: string, detail: unknown) => console.error(message, faultDetail(detail));
+
+let config: Config;
 try {
   config = loadConfig();
   ensureDatabaseFolder(config);
@@ -24,7 +25,7 @@ let database: ReturnType<typeof openDatabase>;
 try {
   database = openDatabase({ path: config.databasePath, synchronous: config.synchronous });
 } catch (error) {
-  fail(`cannot open the database at ${config.databasePath}: ${(error as Error).message}`);
+  fail(`cannot open the database at ${config.databasePath}: ${faultSummary(error)}`);
 }
 const { sqlite, db } = database;
 
@@ -35,24 +36,26 @@ if (issued) {
   console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${config.port}/plants`);
 }
 
-const app = createApp({ db, bodyLimitBytes: config.bodyLimitBytes });
-let server: ReturnType<typeof Bun.serve>;
+const app = createApp({ db, config, log });
+let running: ReturnType<typeof serve>;
 try {
-  // The app answers over-size bodies itself with the Error body (a declared length up front,
-  // a chunked body once it passes the limit); Bun's own cap is only a backstop.
-  app.listen({ port: config.port, hostname: config.host, maxRequestBodySize: MAX_DECLARED_BODY_BYTES });
-  server = app.server as ReturnType<typeof Bun.serve>;
+  running = serve(app, { ...config, log });
 } catch (error) {
   sqlite.close();
-  fail(`cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`);
+  fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
 }
-console.log(`Plant Store listening on http://${config.host}:${server.port} (Swagger UI at /swagger)`);
+console.log(`Plant Store listening on http://${config.host}:${running.server.port} (Swagger UI at /swagger)`);
 
-function shutdown(signal: string) {
-  console.log(`${signal} received, shutting down`);
-  server.stop();
-  sqlite.close();
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  console.log(`${signal} received: finishing requests in flight, then closing`);
+  const cutOff = await running.drain(config.shutdownTimeoutMs);
+  if (cutOff > 0) console.error(`plant-store: ${cutOff} request(s) still in flight at the shutdown deadline`);
+  closeDatabase(sqlite);
+  console.log("Stopped cleanly.");
   process.exit(0);
 }
-process.on("SIGINT", () => shutdown("SIGINT"));
-process.on("SIGTERM", () => shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));
+process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -9,6 +9,11 @@ describe("configuration", () => {
       databasePath: "./data/plants.sqlite",
       synchronous: "FULL",
       bodyLimitBytes: 65536,
+      rateLimitPerMinute: 6000,
+      maxInFlight: 1024,
+      idleTimeoutSeconds: 30,
+      shutdownTimeoutMs: 10000,
+      corsOrigins: [],
     });
   });
 
@@ -26,8 +31,22 @@ describe("configuration", () => {
     [{ DB_SYNCHRONOUS: "sometimes" }, "DB_SYNCHRONOUS must be one of OFF, NORMAL, FULL, EXTRA"],
     [{ DATABASE_URL: "postgres://db/plants" }, "DATABASE_URL must be a SQLite path, a file: URL or :memory:"],
     [{ BODY_LIMIT_BYTES: "10" }, "BODY_LIMIT_BYTES must be an integer between 1024 and 16777216"],
+    [{ RATE_LIMIT_PER_MINUTE: "-5" }, "RATE_LIMIT_PER_MINUTE must be an integer between 0 and 10000000"],
+    [{ MAX_IN_FLIGHT: "0" }, "MAX_IN_FLIGHT must be an integer between 1 and 1000000"],
+    [{ CORS_ORIGINS: "*" }, "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com"],
+    [
+      { CORS_ORIGINS: "https://a.example/path" },
+      "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com",
+    ],
   ])("%o is refused with one clear line", (env, message) => {
     expect(() => loadConfig(env)).toThrow(new ConfigError(message));
+  });
+
+  test("CORS_ORIGINS is a list of exact origins", () => {
+    expect(loadConfig({ CORS_ORIGINS: "https://a.example, http://localhost:5173" }).corsOrigins).toEqual([
+      "https://a.example",
+      "http://localhost:5173",
+    ]);
   });
 
   test("values are read exactly", () => {

@@ -1,17 +1,21 @@
-import { createApp } from "../src/app";
+import { type AppConfig, createApp } from "../src/app";
 import { createTokenStore } from "../src/auth/tokens";
 import { openDatabase } from "../src/db/client";
 
 export const BASE = "http://localhost";
 
-/** A fresh app on its own migrated in-memory database. */
-export function makeTestApp(options: { bodyLimitBytes?: number; now?: () => number } = {}) {
+/** A fresh app on its own migrated in-memory database; rate limiting off unless asked for. */
+export function makeTestApp(options: Partial<AppConfig> & { now?: () => number } = {}) {
   const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
   const logged: Array<{ message: string; detail: unknown }> = [];
   const clock = options.now ?? Date.now;
   const app = createApp({
     db,
-    bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
+    config: {
+      bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
+      rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+      corsOrigins: options.corsOrigins ?? [],
+    },
     clock,
     log: (message, detail) => logged.push({ message, detail }),
   });

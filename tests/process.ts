@@ -30,7 +30,14 @@ export interface RunningServer {
   url: string;
   /** Everything printed to stdout up to the "listening" line. */
   startupOutput: string;
+  /** Sends SIGTERM and resolves to the exit code. */
   stop(): Promise<number>;
+  kill(signal: NodeJS.Signals | number): void;
+  exited: Promise<number>;
+  /** All the process printed, stdout and stderr, once it has exited. */
+  output(): Promise<string>;
+  /** Resolves once stdout matches `pattern`; rejects if the process exits first. */
+  waitForOutput(pattern: RegExp): Promise<void>;
 }
 
 /**
@@ -56,14 +63,50 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
     output += decoder.decode(value, { stream: true });
     const match = /listening on (http:\/\/[^\s]+)/.exec(output);
     if (match?.[1]) {
-      reader.releaseLock();
+      const startupOutput = output;
+      const waiters = new Set<() => void>();
+      // Keep reading so the pipe never fills up and blocks the server.
+      const rest = (async () => {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (!done) output += decoder.decode(value, { stream: true });
+          for (const wake of waiters) wake();
+          if (done) return;
+        }
+      })();
+      let ended = false;
+      void rest.then(() => {
+        ended = true;
+        for (const wake of waiters) wake();
+      });
+      const stderr = new Response(proc.stderr).text();
       return {
         url: match[1],
-        startupOutput: output,
+        startupOutput,
         stop: async () => {
           proc.kill("SIGTERM");
           return proc.exited;
         },
+        kill: (signal) => proc.kill(signal),
+        exited: proc.exited,
+        output: async () => {
+          await Promise.all([proc.exited, rest]);
+          return output + (await stderr);
+        },
+        waitForOutput: (pattern) =>
+          new Promise<void>((resolve, reject) => {
+            const check = () => {
+              if (pattern.test(output)) {
+                waiters.delete(check);
+                resolve();
+              } else if (ended) {
+                waiters.delete(check);
+                reject(new Error(`process ended without printing ${pattern}: ${output}`));
+              }
+            };
+            waiters.add(check);
+            check();
+          }),
       };
     }
   }

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { HttpError } from "../http/errors";
+import type { RateLimiter } from "../http/rate-limit";
 import type { AuthenticatedUser, TokenStore } from "./tokens";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
@@ -25,11 +26,17 @@ function unauthorized(tokenGiven: boolean): HttpError {
       });
 }
 
-export function authenticateRequest(tokens: TokenStore, request: Request): AuthenticatedUser {
+export function authenticateRequest(tokens: TokenStore, limiter: RateLimiter, request: Request): AuthenticatedUser {
   const token = bearerToken(request.headers.get("authorization"));
   if (token === undefined) throw unauthorized(false);
   const user = tokens.authenticate(token);
   if (!user) throw unauthorized(true);
+  const retryAfter = limiter.take(user.tokenId);
+  if (retryAfter !== undefined) {
+    throw new HttpError(429, `Too many requests with this token; retry in ${retryAfter} s.`, {
+      "retry-after": String(retryAfter),
+    });
+  }
   return user;
 }
 
@@ -38,6 +45,8 @@ export function authenticateRequest(tokens: TokenStore, request: Request): Authe
  * macro) because it runs before body validation: a caller without a valid token gets 401,
  * never feedback on the body it sent.
  */
-export function bearerAuth(tokens: TokenStore) {
-  return new Elysia().derive({ as: "scoped" }, ({ request }) => ({ user: authenticateRequest(tokens, request) }));
+export function bearerAuth(tokens: TokenStore, limiter: RateLimiter) {
+  return new Elysia().derive({ as: "scoped" }, ({ request }) => ({
+    user: authenticateRequest(tokens, limiter, request),
+  }));
 }

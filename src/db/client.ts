@@ -9,9 +9,16 @@ export const MIGRATIONS_FOLDER = new URL("../../drizzle", import.meta.url).pathn
 export interface DatabaseOptions {
   path: string;
   synchronous: SynchronousMode;
+  migrationsFolder?: string;
 }
 
 export type AppDatabase = ReturnType<typeof wrap>;
+
+/** Folds the WAL back into the main file so the database is one self-contained file. */
+export function closeDatabase(sqlite: Database): void {
+  sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+  sqlite.close();
+}
 
 function wrap(sqlite: Database) {
   return drizzle({ client: sqlite, schema });
@@ -22,7 +29,7 @@ function wrap(sqlite: Database) {
  * WAL lets the CLI and the server share the file; synchronous=FULL (the default) makes an
  * acknowledged write survive power loss.
  */
-export function openDatabase({ path, synchronous }: DatabaseOptions) {
+export function openDatabase({ path, synchronous, migrationsFolder = MIGRATIONS_FOLDER }: DatabaseOptions) {
   const sqlite = new Database(path, { create: true, strict: true });
   try {
     sqlite.run("PRAGMA busy_timeout = 5000");
@@ -30,7 +37,10 @@ export function openDatabase({ path, synchronous }: DatabaseOptions) {
     sqlite.run(`PRAGMA synchronous = ${synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
     const db = wrap(sqlite);
-    migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    migrate(db, { migrationsFolder });
+    // Fails now, with SQLITE_READONLY, rather than at the first write a client sends.
+    sqlite.run("BEGIN IMMEDIATE");
+    sqlite.run("ROLLBACK");
     return { sqlite, db };
   } catch (error) {
     sqlite.close();

@@ -1,3 +1,4 @@
+import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, type ValidationError } from "elysia";
 import { describeRule } from "./types";
 
@@ -40,6 +41,30 @@ export function validationMessage(error: Readonly<ValidationError>): string {
   return `${field || where}: ${describeRule(first.schema)}`;
 }
 
+const causeOf = (error: Error) =>
+  error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
+
+/**
+ * A fault's detail for the log, without the values a query was run with: Drizzle puts the
+ * bound parameters (plant names, token hashes) into a DrizzleQueryError's message.
+ */
+export function faultDetail(error: unknown): unknown {
+  if (error instanceof DrizzleQueryError) {
+    return { name: "DrizzleQueryError", query: error.query, cause: causeOf(error) };
+  }
+  return error;
+}
+
+/** One line for a start-up failure: the driver's own words when Drizzle wrapped them. */
+export function faultSummary(error: unknown): string {
+  const text =
+    error instanceof Error
+      ? ((error instanceof DrizzleError || error instanceof DrizzleQueryError ? causeOf(error) : undefined) ??
+        error.message)
+      : String(error);
+  return text.replace(/\s+/g, " ").trim();
+}
+
 export interface ErrorHandlerOptions {
   /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
   allowedMethods(path: string): string[];
@@ -72,7 +97,7 @@ export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
       typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;
     if (status >= 400 && status < 500)
       return errorResponse(status, STATUS_MESSAGES[status] ?? "The request was refused.");
-    log("unhandled error", error);
+    log("unhandled error", faultDetail(error));
     return errorResponse(500, STATUS_MESSAGES[500] as string);
   });
 }

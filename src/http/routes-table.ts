@@ -8,15 +8,18 @@ const cache = new WeakMap<readonly RouteLike[], Array<{ pattern: RegExp; method:
 function compile(routes: readonly RouteLike[]) {
   let compiled = cache.get(routes);
   if (!compiled) {
-    compiled = routes.map((route) => ({
-      method: route.method,
-      pattern: new RegExp(
-        `^${route.path
-          .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
-          .replace(/:[^/]+/g, "[^/]+")
-          .replace(/\*/g, ".*")}/?$`,
-      ),
-    }));
+    // Wildcard routes (CORS preflight answers OPTIONS on "/*") would make every path "known".
+    compiled = routes
+      .filter((route) => !route.path.includes("*"))
+      .map((route) => ({
+        method: route.method,
+        pattern: new RegExp(
+          `^${route.path
+            .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
+            .replace(/:[^/]+/g, "[^/]+")
+            .replace(/\*/g, ".*")}/?$`,
+        ),
+      }));
     cache.set(routes, compiled);
   }
   return compiled;

@@ -4,12 +4,14 @@ import type { TokenStore } from "../auth/tokens";
 import { HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
+import type { RateLimiter } from "../http/rate-limit";
 import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
 
 export interface PlantRoutesDeps {
   plants: PlantQueries;
   tokens: TokenStore;
+  limiter: RateLimiter;
   bodyLimitBytes: number;
 }
 
@@ -18,9 +20,9 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, bodyLimitBytes }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes }: PlantRoutesDeps) {
   return new Elysia({ prefix: "/plants" })
-    .use(bearerAuth(tokens))
+    .use(bearerAuth(tokens, limiter))
     .model({ ...plantModels, ...errorModels })
     .post(
       "",
@@ -39,7 +41,7 @@ export function plantRoutes({ plants, tokens, bodyLimitBytes }: PlantRoutesDeps)
           tags: ["plants"],
           responses: {
             200: modelResponse("The plant as stored", "Plant"),
-            ...errorResponses(400, 401, 409, 413, 415, 500),
+            ...errorResponses(400, 401, 409, 413, 415, 429, 500, 503),
           },
         },
       },
@@ -53,7 +55,7 @@ export function plantRoutes({ plants, tokens, bodyLimitBytes }: PlantRoutesDeps)
         tags: ["plants"],
         responses: {
           200: modelResponse("Your plants, by id ascending", "Plant", { array: true }),
-          ...errorResponses(400, 401, 500),
+          ...errorResponses(400, 401, 429, 500, 503),
         },
       },
     })
@@ -69,7 +71,7 @@ export function plantRoutes({ plants, tokens, bodyLimitBytes }: PlantRoutesDeps)
           summary: "Delete one of your plants",
           operationId: "deletePlant",
           tags: ["plants"],
-          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 500) },
+          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 429, 500, 503) },
         },
       },
     );

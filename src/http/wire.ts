@@ -1,0 +1,25 @@
+import { cors } from "@elysiajs/cors";
+import { Elysia } from "elysia";
+
+/**
+ * What every response carries, and CORS only for the origins configured: browsers elsewhere
+ * get no CORS headers at all, so they cannot read the API's answers.
+ */
+export function wireDefaults(corsOrigins: readonly string[]) {
+  const app = new Elysia({ name: "wire-defaults" }).onRequest(({ set }) => {
+    set.headers["x-content-type-options"] = "nosniff";
+  });
+  if (corsOrigins.length === 0) return app;
+  const allowed = new Set(corsOrigins);
+  return app.use(
+    cors({
+      // A function, so the match is exact: the plugin's string matching ignores the scheme.
+      origin: (request) => allowed.has(request.headers.get("origin") ?? ""),
+      methods: ["GET", "POST", "DELETE"],
+      allowedHeaders: ["authorization", "content-type"],
+      exposeHeaders: ["retry-after", "www-authenticate"],
+      credentials: false,
+      maxAge: 600,
+    }),
+  );
+}

@@ -1,0 +1,40 @@
+import { describe, expect, test } from "bun:test";
+import { makeTestApp } from "./helpers";
+
+describe("per-token rate limiting", () => {
+  test("past the limit a token gets 429 with Retry-After and the Error body; it refills over time", async () => {
+    let now = 1_000_000;
+    const t = makeTestApp({ rateLimitPerMinute: 3, now: () => now });
+    const token = t.tokenFor("alice");
+    for (let i = 0; i < 3; i++) expect((await t.call("GET", "/plants", { token })).status).toBe(200);
+
+    const limited = await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toBe("20");
+    expect(await limited.json()).toEqual({
+      error: 429,
+      message: "Too many requests with this token; retry in 20 s.",
+    });
+    expect(await (await t.call("GET", "/plants", { token })).text()).toContain("429");
+
+    now += 20_000;
+    expect((await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } })).status).toBe(200);
+    expect((await t.call("GET", "/plants", { token })).status).toBe(429);
+  });
+
+  test("tokens are limited separately, and an invalid token is a 401, not a 429", async () => {
+    const t = makeTestApp({ rateLimitPerMinute: 1, now: () => 0 });
+    const [alice, bob] = [t.tokenFor("alice"), t.tokenFor("bob")];
+    expect((await t.call("GET", "/plants", { token: alice })).status).toBe(200);
+    expect((await t.call("GET", "/plants", { token: alice })).status).toBe(429);
+    expect((await t.call("GET", "/plants", { token: bob })).status).toBe(200);
+    expect((await t.call("GET", "/plants", { token: "pst_wrong" })).status).toBe(401);
+    expect((await t.call("GET", "/plants")).status).toBe(401);
+  });
+
+  test("0 turns it off", async () => {
+    const t = makeTestApp({ rateLimitPerMinute: 0, now: () => 0 });
+    const token = t.tokenFor("alice");
+    for (let i = 0; i < 200; i++) expect((await t.call("GET", "/plants?limit=1", { token })).status).toBe(200);
+  });
+});

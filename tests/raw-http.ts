@@ -1,0 +1,80 @@
+import { connect, type Socket } from "node:net";
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * A bare TCP connection to the server, for what fetch cannot do: hold a request half-sent,
+ * send bytes that are not valid HTTP, watch the server close the connection.
+ */
+export async function openRaw(url: string) {
+  const { hostname, port } = new URL(url);
+  const socket: Socket = await new Promise((resolve, reject) => {
+    const s = connect({ host: hostname, port: Number(port) }, () => resolve(s));
+    s.once("error", reject);
+  });
+  let received = "";
+  let closed = false;
+  const closedPromise = new Promise<void>((resolve) => {
+    socket.on("close", () => {
+      closed = true;
+      resolve();
+    });
+  });
+  socket.on("data", (chunk) => {
+    received += chunk.toString("latin1");
+  });
+  socket.on("error", () => {});
+
+  /** Resolves once `predicate` holds for what has been received, or rejects after `ms`. */
+  function until(predicate: () => boolean, ms: number, what: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+      const check = () => {
+        if (predicate()) {
+          clearTimeout(timer);
+          socket.off("data", check);
+          socket.off("close", check);
+          resolve();
+        }
+      };
+      socket.on("data", check);
+      socket.on("close", check);
+      check();
+    });
+  }
+
+  return {
+    write: (data: string | Uint8Array) =>
+      new Promise<void>((resolve, reject) => socket.write(data, (error) => (error ? reject(error) : resolve()))),
+    /** The first complete response on the connection (Content-Length framed). */
+    async response(ms = 5000): Promise<RawResponse> {
+      const complete = () => {
+        const end = received.indexOf("\r\n\r\n");
+        if (end < 0) return closed;
+        const length = /\r\ncontent-length: *(\d+)/i.exec(received.slice(0, end))?.[1];
+        return closed || received.length >= end + 4 + Number(length ?? 0);
+      };
+      await until(complete, ms, "a response");
+      const end = received.indexOf("\r\n\r\n");
+      if (end < 0) throw new Error(`connection closed without a response: ${JSON.stringify(received)}`);
+      const [statusLine = "", ...lines] = received.slice(0, end).split("\r\n");
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      return { status: Number(statusLine.split(" ")[1]), headers, body: received.slice(end + 4) };
+    },
+    received: () => received,
+    closed: (ms: number) => until(() => closed, ms, "the server to close the connection"),
+    isClosed: () => closed,
+    end: () => {
+      socket.destroy();
+      return closedPromise;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { Database } from "bun:sqlite";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { type RunningServer, scratchDir, startServer } from "./process";
+import { openRaw } from "./raw-http";
+
+let scratch: ReturnType<typeof scratchDir>;
+let dbPath: string;
+beforeEach(() => {
+  scratch = scratchDir();
+  dbPath = join(scratch.dir, "plants.sqlite");
+});
+afterEach(() => scratch.cleanup());
+
+const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+
+/**
+ * Starts a POST whose body is only half sent, and returns once the server is known to be
+ * handling it: with MAX_IN_FLIGHT=1, other requests then get 503.
+ */
+async function holdRequestInFlight(server: RunningServer, token: string) {
+  const raw = await openRaw(server.url);
+  await raw.write(
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      '9\r\n{"id":42,\r\n',
+  );
+  for (let attempt = 0; ; attempt++) {
+    const probe = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } });
+    if (probe.status === 503) break;
+    expect(probe.status).toBe(200);
+    if (attempt > 500) throw new Error(`the held request never became in flight: ${JSON.stringify(raw.received())}`);
+  }
+  return raw;
+}
+
+describe("graceful shutdown", () => {
+  test("SIGTERM lets a request in flight finish, checkpoints the WAL and exits 0", async () => {
+    const server = await startServer({ DATABASE_URL: dbPath, MAX_IN_FLIGHT: "1", RATE_LIMIT_PER_MINUTE: "0" });
+    const token = tokenOf(server);
+    const raw = await holdRequestInFlight(server, token);
+
+    server.kill("SIGTERM");
+    await server.waitForOutput(/SIGTERM received/);
+    const body = '"name":"Held","tag":"until the end"}';
+    await raw.write(`${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    const response = await raw.response();
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.body)).toEqual({ name: "Held", tag: "until the end" });
+    expect(response.headers.connection).toBe("close");
+    await raw.closed(5000);
+
+    expect(await server.exited).toBe(0);
+    expect(await server.output()).toContain("Stopped cleanly.");
+    // The WAL was folded into the main file: nothing is left to recover.
+    expect(!existsSync(`${dbPath}-wal`) || statSync(`${dbPath}-wal`).size === 0).toBe(true);
+    const db = new Database(dbPath, { readonly: true });
+    expect(db.query("SELECT id, name, tag FROM plants").all()).toEqual([
+      { id: 42, name: "Held", tag: "until the end" },
+    ]);
+    db.close();
+  });
+
+  test("SIGINT with nothing in flight exits 0 at once", async () => {
+    const server = await startServer({ DATABASE_URL: dbPath });
+    server.kill("SIGINT");
+    expect(await server.exited).toBe(0);
+  });
+
+  test("a request that never finishes is cut off at SHUTDOWN_TIMEOUT_MS and the exit is still clean", async () => {
+    const server = await startServer({
+      DATABASE_URL: dbPath,
+      MAX_IN_FLIGHT: "1",
+      SHUTDOWN_TIMEOUT_MS: "300",
+      RATE_LIMIT_PER_MINUTE: "0",
+    });
+    const raw = await holdRequestInFlight(server, tokenOf(server));
+    server.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    expect(await server.output()).toContain("1 request(s) still in flight at the shutdown deadline");
+    await raw.end();
+    const db = new Database(dbPath, { readonly: true });
+    expect(db.query("SELECT count(*) AS n FROM plants").get()).toEqual({ n: 0 });
+    expect(db.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+    db.close();
+  });
+});

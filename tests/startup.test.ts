@@ -1,0 +1,80 @@
+import { Database } from "bun:sqlite";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { scratchDir } from "./process";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+let scratch: ReturnType<typeof scratchDir>;
+beforeEach(() => {
+  scratch = scratchDir();
+});
+afterEach(() => scratch.cleanup());
+
+/** Runs the server to its exit; a start-up failure must exit on its own. */
+async function startExpectingFailure(databaseUrl: string) {
+  const proc = Bun.spawn(["bun", "src/index.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  expect(code).not.toBe(0);
+  expect(stdout).not.toContain("listening");
+  const lines = stderr.trim().split("\n");
+  expect(lines).toHaveLength(1);
+  return lines[0] as string;
+}
+
+describe("start-up refuses a database it cannot trust", () => {
+  test("a corrupt file", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    writeFileSync(path, Buffer.alloc(8192, 0x5a));
+    expect(await startExpectingFailure(path)).toBe(
+      `plant-store: cannot open the database at ${path}: file is not a database`,
+    );
+  });
+
+  test("a path that is a folder", async () => {
+    const path = join(scratch.dir, "a-folder");
+    mkdirSync(path);
+    expect(await startExpectingFailure(path)).toStartWith(`plant-store: cannot open the database at ${path}:`);
+  });
+
+  test("an unwritable file", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    new Database(path).close();
+    // root ignores file modes; the immutable attribute stops root too.
+    const isRoot = process.getuid?.() === 0;
+    if (isRoot) expect(spawnSync("chattr", ["+i", path]).status).toBe(0);
+    else chmodSync(path, 0o444);
+    try {
+      expect(await startExpectingFailure(path)).toMatch(
+        new RegExp(`^plant-store: cannot open the database at ${path}: .*readonly`),
+      );
+    } finally {
+      if (isRoot) spawnSync("chattr", ["-i", path]);
+    }
+  });
+
+  test("a migration that fails, leaving the database as it was", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    const foreign = new Database(path);
+    foreign.run("CREATE TABLE plants (something_else TEXT)");
+    foreign.run("INSERT INTO plants VALUES ('keep me')");
+    foreign.close();
+    expect(await startExpectingFailure(path)).toBe(
+      `plant-store: cannot open the database at ${path}: SQLiteError: table \`plants\` already exists`,
+    );
+    const after = new Database(path, { readonly: true });
+    expect(after.query("SELECT * FROM plants").all()).toEqual([{ something_else: "keep me" }]);
+    expect(after.query("SELECT name FROM sqlite_master WHERE name = 'users'").all()).toEqual([]);
+    after.close();
+  });
+});
