@@ -34,6 +34,9 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr }: A
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
     .onRequest(({ request }) => {
+      if (request.url.includes("#")) {
+        return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
+      }
       if (declaredBodyTooLarge(request, bodyLimitBytes)) {
         const { status, message } = tooLarge(bodyLimitBytes);
         return errorResponse(status, message);
