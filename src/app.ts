@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { type Clock, createTokenStore } from "./auth/tokens";
 import type { Config } from "./config";
 import type { AppDatabase } from "./db/client";
+import { createGroupCommit } from "./db/group-commit";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse } from "./http/errors";
 import { declaredBodyTooLarge, tooLarge } from "./http/json-body";
@@ -26,7 +27,7 @@ const logToStderr = (message: string, detail: unknown) => console.error(message,
 export function createApp({ db, config, clock = Date.now, log = logToStderr }: AppDeps) {
   const { bodyLimitBytes } = config;
   const tokens = createTokenStore(db, clock);
-  const plants = createPlantQueries(db);
+  const plants = createPlantQueries(db, createGroupCommit(db.$client));
   const limiter = createRateLimiter(config.rateLimitPerMinute, clock);
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };

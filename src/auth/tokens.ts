@@ -1,4 +1,5 @@
-import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, isNull } from "drizzle-orm";
+import { boundText } from "../db/bound";
 import type { AppDatabase } from "../db/client";
 import { tokens, users } from "../db/schema";
 
@@ -43,7 +44,7 @@ export function createTokenStore(db: AppDatabase, clock: Clock = Date.now) {
     .select({ tokenId: tokens.id, userId: users.id, userName: users.name, lastUsedAt: tokens.lastUsedAt })
     .from(tokens)
     .innerJoin(users, eq(users.id, tokens.userId))
-    .where(and(eq(tokens.hash, sql.placeholder("hash")), isNull(tokens.revokedAt)))
+    .where(and(eq(tokens.hash, boundText("hash")), isNull(tokens.revokedAt)))
     .prepare();
 
   function issue(userName: string): IssuedToken {

@@ -1,5 +1,7 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, type Placeholder, sql } from "drizzle-orm";
+import { boundInteger } from "../db/bound";
 import type { AppDatabase } from "../db/client";
+import type { GroupCommit } from "../db/group-commit";
 import { plants } from "../db/schema";
 import type { NewPlant, Plant } from "./model";
 
@@ -10,8 +12,24 @@ function toPlant(row: { name: string; tag: string | null }): Plant {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
 }
 
-/** Every statement is prepared once and always scoped to one owner. */
-export function createPlantQueries(db: AppDatabase) {
+/** The list query, unprepared: its SQL and plan are checked by a test. */
+export function listPlantsQuery(db: AppDatabase) {
+  return (
+    db
+      .select({ name: plants.name, tag: plants.tag })
+      .from(plants)
+      .where(eq(plants.ownerId, boundInteger("ownerId")))
+      .orderBy(asc(plants.id))
+      // Drizzle types LIMIT as a number or placeholder but writes any SQL it is given.
+      .limit(boundInteger("limit") as unknown as Placeholder)
+  );
+}
+
+/**
+ * Every statement is prepared once and always scoped to one owner. Writes go through group
+ * commit, so they resolve only once durable.
+ */
+export function createPlantQueries(db: AppDatabase, writes: GroupCommit) {
   const insert = db
     .insert(plants)
     .values({
@@ -24,13 +42,7 @@ export function createPlantQueries(db: AppDatabase) {
     .returning({ name: plants.name, tag: plants.tag })
     .prepare();
 
-  const list = db
-    .select({ name: plants.name, tag: plants.tag })
-    .from(plants)
-    .where(eq(plants.ownerId, sql.placeholder("ownerId")))
-    .orderBy(asc(plants.id))
-    .limit(sql.placeholder("limit"))
-    .prepare();
+  const list = listPlantsQuery(db).prepare();
 
   const remove = db
     .delete(plants)
@@ -40,18 +52,21 @@ export function createPlantQueries(db: AppDatabase) {
 
   return {
     /** The stored plant, or undefined when the owner already has one with this id. */
-    createPlant(ownerId: number, plant: NewPlant): Plant | undefined {
-      const row = insert.get({ ownerId, id: plant.id, name: plant.name, tag: plant.tag ?? null });
+    async createPlant(ownerId: number, plant: NewPlant): Promise<Plant | undefined> {
+      const row = await writes.run(() =>
+        insert.get({ ownerId, id: plant.id, name: plant.name, tag: plant.tag ?? null }),
+      );
       return row && toPlant(row);
     },
 
     listPlants(ownerId: number, limit: number | undefined): Plant[] {
-      return list.all({ ownerId, limit: limit ?? NO_LIMIT }).map(toPlant);
+      // Rows as arrays: the list is the hot path and needs no per-column mapping.
+      return list.values({ ownerId, limit: limit ?? NO_LIMIT }).map(([name, tag]) => toPlant({ name, tag }));
     },
 
     /** True when the owner had the plant and it is gone now. */
-    deletePlant(ownerId: number, id: bigint): boolean {
-      return remove.get({ ownerId, id }) !== undefined;
+    async deletePlant(ownerId: number, id: bigint): Promise<boolean> {
+      return (await writes.run(() => remove.get({ ownerId, id }))) !== undefined;
     },
   };
 }

@@ -26,8 +26,8 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes }: PlantRo
     .model({ ...plantModels, ...errorModels })
     .post(
       "",
-      ({ body, user }) => {
-        const plant = plants.createPlant(user.id, body);
+      async ({ body, user }) => {
+        const plant = await plants.createPlant(user.id, body);
         if (!plant)
           throw new HttpError(409, "id: you already have a plant with this id; delete it first to replace it");
         return plant;
@@ -61,8 +61,9 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes }: PlantRo
     })
     .delete(
       "/:id",
-      ({ params, user, set }) => {
-        if (!plants.deletePlant(user.id, params.id)) throw new HttpError(404, "id: you have no plant with this id");
+      async ({ params, user, set }) => {
+        if (!(await plants.deletePlant(user.id, params.id)))
+          throw new HttpError(404, "id: you have no plant with this id");
         set.status = 204;
       },
       {
