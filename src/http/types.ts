@@ -19,14 +19,18 @@ TypeRegistry.Set(
   "DecimalInt64",
   (_schema, value) => typeof value === "string" && DECIMAL.test(value) && inInt64(BigInt(value)),
 );
-TypeRegistry.Set(
-  "DecimalInt32",
-  (schema: { minimum: number; maximum: number }, value) =>
+// Elysia 1.4 decodes the query twice (the second time on the already-decoded value, and it
+// swallows the failure); accepting the decoded number too spares a thrown error per request.
+// A query value from a URL is always a string, so no number ever reaches this from a client.
+TypeRegistry.Set("DecimalInt32", (schema: { minimum: number; maximum: number }, value) => {
+  if (typeof value === "number") return Number.isInteger(value) && value >= schema.minimum && value <= schema.maximum;
+  return (
     typeof value === "string" &&
     /^[0-9]{1,10}$/.test(value) &&
     Number(value) >= schema.minimum &&
-    Number(value) <= schema.maximum,
-);
+    Number(value) <= schema.maximum
+  );
+});
 
 /** Code points, not UTF-16 units: a 256-character name may hold 256 emoji. */
 function characterCount(value: string): number {

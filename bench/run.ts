@@ -1,0 +1,382 @@
+/**
+ * `bun run bench`: the service against the no-framework baseline (bench/baseline/), same
+ * machine, same load, alternating rounds, every figure as a ratio to the baseline.
+ *
+ * Options (environment): BENCH_ROUNDS (3), BENCH_SECONDS per run (5), BENCH_CONNECTIONS (32),
+ * BENCH_LARGE=0 to skip the 1,000,000-plant read check.
+ */
+import { Database } from "bun:sqlite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runBehaviourChecks } from "./checks";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const LUA_DIR = join(ROOT, "bench", "lua");
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const LARGE = process.env.BENCH_LARGE !== "0";
+const SEED_PER_USER = 1000;
+const SCENARIOS = ["read", "write", "mix"] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+interface Target {
+  name: "service" | "baseline";
+  command: string[];
+  env: Record<string, string>;
+}
+
+const TARGETS: Target[] = [
+  {
+    name: "service",
+    command: ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")],
+    // Production settings: durable writes; rate limiting off so the load is not throttled.
+    env: { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0" },
+  },
+  {
+    name: "baseline",
+    command: ["bun", join(ROOT, "bench/baseline/server.ts")],
+    env: { DB_SYNCHRONOUS: "NORMAL" },
+  },
+];
+
+interface Running {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+function fail(message: string): never {
+  console.error(`bench: ${message}`);
+  process.exit(1);
+}
+
+async function startTarget(target: Target, databasePath: string): Promise<Running> {
+  const proc = Bun.spawn(target.command, {
+    cwd: ROOT,
+    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = proc.stdout.getReader();
+  const decoder = new TextDecoder();
+  let output = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) fail(`${target.name} exited before listening: ${output}`);
+    output += decoder.decode(value, { stream: true });
+    const url = /listening on (http:\/\/[^\s]+)/.exec(output)?.[1];
+    if (url) {
+      // Drain the rest of stdout so the pipe never blocks the server.
+      void (async () => {
+        while (!(await reader.read()).done) {}
+      })();
+      return {
+        url,
+        pid: proc.pid,
+        stop: async () => {
+          proc.kill("SIGTERM");
+          await proc.exited;
+        },
+      };
+    }
+  }
+}
+
+async function cli(args: string[], databasePath: string): Promise<string> {
+  const proc = Bun.spawn(["bun", join(ROOT, "src/cli.ts"), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databasePath },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  if (code !== 0) fail(`cli ${args.join(" ")} failed`);
+  return stdout.trim().split("\n").at(-1) ?? "";
+}
+
+async function seed(url: string, token: string, count: number) {
+  const ids = Array.from({ length: count }, (_, i) => i + 1);
+  for (let start = 0; start < ids.length; start += 100) {
+    const responses = await Promise.all(
+      ids.slice(start, start + 100).map((id) =>
+        fetch(`${url}/plants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ id, name: `Seed ${id}`, tag: "seed" }),
+        }),
+      ),
+    );
+    if (responses.some((r) => r.status !== 200)) fail(`seeding ${url} failed`);
+  }
+}
+
+/** Peak resident memory of a process so far, from the kernel's high-water mark. */
+async function peakRssKiB(pid: number): Promise<number> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN);
+}
+
+interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? Number.NaN);
+
+async function wrk(url: string, scenario: Scenario, tokens: [string, string], idBase: number, seconds = SECONDS) {
+  const proc = Bun.spawn(
+    [
+      "wrk",
+      "-t2",
+      `-c${CONNECTIONS}`,
+      `-d${seconds}s`,
+      "--latency",
+      "-s",
+      join(LUA_DIR, `${scenario}.lua`),
+      url,
+      "--",
+      tokens[0],
+      tokens[1],
+      String(idBase),
+    ],
+    { env: { ...process.env, BENCH_LUA_DIR: LUA_DIR }, stdout: "pipe", stderr: "pipe" },
+  );
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  if ((await proc.exited) !== 0) fail(`wrk failed: ${err}`);
+  const latency = (p: string) => {
+    const match = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)$`, "m").exec(out);
+    return match ? toMs(match[1] as string, match[2] as string) : Number.NaN;
+  };
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    p50: latency("50"),
+    p99: latency("99"),
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+    errors: socketErrors ? socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+  } satisfies WrkResult;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+/** Launch to the first successful authenticated request, in ms. */
+async function coldStart(target: Target, databasePath: string, token: string): Promise<number> {
+  const started = performance.now();
+  const proc = Bun.spawn(target.command, {
+    cwd: ROOT,
+    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = proc.stdout.getReader();
+  let output = "";
+  let url: string | undefined;
+  while (!url) {
+    const { done, value } = await reader.read();
+    if (done) fail(`${target.name} exited during cold start`);
+    output += new TextDecoder().decode(value);
+    url = /listening on (http:\/\/[^\s]+)/.exec(output)?.[1];
+  }
+  for (;;) {
+    const response = await fetch(`${url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+    if (response.status === 200) break;
+  }
+  const elapsed = performance.now() - started;
+  proc.kill("SIGTERM");
+  await proc.exited;
+  return elapsed;
+}
+
+/** Writes plants straight into the file: 1,000 users with `perUser` plants each. */
+function seedLargeStore(databasePath: string, users: number, perUser: number) {
+  const db = new Database(databasePath);
+  db.run("PRAGMA journal_mode = WAL");
+  const insertUser = db.prepare("INSERT INTO users (name, created_at) VALUES (?, 0) RETURNING id");
+  const insertPlant = db.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, 'seed')");
+  db.transaction(() => {
+    for (let u = 0; u < users; u++) {
+      const { id } = insertUser.get(`filler-${u}`) as { id: number };
+      for (let p = 1; p <= perUser; p++) insertPlant.run(id, p, `Filler ${p}`);
+    }
+  })();
+  db.run("PRAGMA wal_checkpoint(TRUNCATE)");
+  db.close();
+}
+
+function ratio(value: number, baseline: number) {
+  return baseline > 0 ? value / baseline : Number.NaN;
+}
+
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : "-";
+const mark = (ok: boolean) => (ok ? "met" : "NOT met");
+
+async function main() {
+  if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
+  const dir = mkdtempSync(join(tmpdir(), "plant-store-bench-"));
+  try {
+    const paths = { service: join(dir, "service.sqlite"), baseline: join(dir, "baseline.sqlite") };
+    const tokens: Record<string, [string, string]> = {};
+    const running: Record<string, Running> = {};
+    for (const target of TARGETS) {
+      const path = paths[target.name];
+      const a = await cli(["token", "create", "--user", "bench-a"], path);
+      const b = await cli(["token", "create", "--user", "bench-b"], path);
+      tokens[target.name] = [a, b];
+      running[target.name] = await startTarget(target, path);
+      const server = running[target.name] as Running;
+      await seed(server.url, a, SEED_PER_USER);
+      await seed(server.url, b, SEED_PER_USER);
+      const failures = await runBehaviourChecks(server.url, a, b);
+      if (failures.length > 0) fail(`${target.name} fails the behaviour checks:\n  ${failures.join("\n  ")}`);
+      console.log(`${target.name}: behaviour checks pass; ${2 * SEED_PER_USER} plants seeded`);
+      await wrk(server.url, "read", [a, b], 0, 1);
+    }
+
+    const results: Record<string, Record<Scenario, WrkResult[]>> = {
+      service: { read: [], write: [], mix: [] },
+      baseline: { read: [], write: [], mix: [] },
+    };
+    let idBase = 1_000_000_000;
+    for (let round = 1; round <= ROUNDS; round++) {
+      const order = round % 2 === 1 ? TARGETS : [...TARGETS].reverse();
+      for (const scenario of SCENARIOS) {
+        for (const target of order) {
+          idBase += 1_000_000_000;
+          const result = await wrk(
+            (running[target.name] as Running).url,
+            scenario,
+            tokens[target.name] as [string, string],
+            idBase,
+          );
+          results[target.name]?.[scenario].push(result);
+          console.log(
+            `round ${round} ${scenario.padEnd(5)} ${target.name.padEnd(8)} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx}  socket errors ${result.errors}`,
+          );
+        }
+      }
+    }
+    const rss: Record<string, number> = {};
+    for (const target of TARGETS) {
+      const server = running[target.name] as Running;
+      rss[target.name] = await peakRssKiB(server.pid);
+      await server.stop();
+    }
+
+    const cold: Record<string, number> = {};
+    for (const target of TARGETS) {
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        times.push(await coldStart(target, paths[target.name], (tokens[target.name] as [string, string])[0]));
+      }
+      cold[target.name] = median(times);
+    }
+
+    const rows: string[] = [];
+    const verdicts: string[] = [];
+    let allMet = true;
+    const m = (target: string, scenario: Scenario, key: keyof WrkResult) =>
+      median((results[target]?.[scenario] ?? []).map((r) => r[key]));
+    for (const scenario of SCENARIOS) {
+      const rps = ratio(m("service", scenario, "rps"), m("baseline", scenario, "rps"));
+      const p99 = ratio(m("service", scenario, "p99"), m("baseline", scenario, "p99"));
+      const non2xx = (results.service?.[scenario] ?? []).reduce((sum, r) => sum + r.non2xx + r.errors, 0);
+      rows.push(
+        `| ${scenario} | ${fmt(m("service", scenario, "rps"))} | ${fmt(m("baseline", scenario, "rps"))} | **${fmt(rps, 2)}×** | ${fmt(m("service", scenario, "p50"), 2)} / ${fmt(m("baseline", scenario, "p50"), 2)} | ${fmt(m("service", scenario, "p99"), 2)} / ${fmt(m("baseline", scenario, "p99"), 2)} | **${fmt(p99, 2)}×** | ${non2xx} |`,
+      );
+      const met = rps >= 0.85 && p99 <= 1.3 && non2xx === 0;
+      allMet &&= met;
+      verdicts.push(
+        `${scenario}: throughput ${fmt(rps, 2)}× (≥ 0.85), p99 ${fmt(p99, 2)}× (≤ 1.3), errors ${non2xx} → ${mark(met)}`,
+      );
+    }
+    const rssRatio = ratio(rss.service as number, rss.baseline as number);
+    const coldMet = (cold.service as number) <= 150;
+    allMet &&= rssRatio <= 1.5 && coldMet;
+    verdicts.push(`peak RSS ${fmt(rssRatio, 2)}× (≤ 1.5) → ${mark(rssRatio <= 1.5)}`);
+    verdicts.push(`cold start ${fmt(cold.service as number)} ms (≤ 150) → ${mark(coldMet)}`);
+
+    console.log(
+      `\nPlant Store vs baseline — medians of ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded`,
+    );
+    console.log(
+      `service: synchronous=FULL with group commit; baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL\n`,
+    );
+    console.log(
+      "| scenario | service req/s | baseline req/s | ratio | p50 ms service / baseline | p99 ms service / baseline | p99 ratio | service non-2xx |",
+    );
+    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const row of rows) console.log(row);
+    console.log(
+      `| peak RSS | ${fmt((rss.service as number) / 1024, 1)} MiB | ${fmt((rss.baseline as number) / 1024, 1)} MiB | **${fmt(rssRatio, 2)}×** | | | | |`,
+    );
+    console.log(
+      `| cold start | ${fmt(cold.service as number)} ms | ${fmt(cold.baseline as number)} ms | ${fmt(ratio(cold.service as number, cold.baseline as number), 2)}× | | | | |`,
+    );
+
+    if (LARGE) {
+      const large = await largeStoreCheck(dir);
+      allMet &&= large.ratio >= 1 / 1.15;
+      verdicts.push(
+        `read at 1,000,000 plants: ${fmt(large.large)} vs ${fmt(large.small)} req/s at ${2 * SEED_PER_USER} plants = ${fmt(large.ratio, 2)}× (≥ 0.87, i.e. within 1.15×) → ${mark(large.ratio >= 1 / 1.15)}`,
+      );
+    }
+    console.log(`\nTargets:\n  ${verdicts.join("\n  ")}`);
+    console.log(allMet ? "\nAll targets met." : "\nSome targets are not met (see above).");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The read scenario on a store of 2,000 plants and on one of 1,000,000, alternating. */
+async function largeStoreCheck(dir: string) {
+  const service = TARGETS[0] as Target;
+  const small = join(dir, "small.sqlite");
+  const large = join(dir, "large.sqlite");
+  const tokens: Record<string, [string, string]> = {};
+  for (const path of [small, large]) {
+    const a = await cli(["token", "create", "--user", "bench-a"], path);
+    const b = await cli(["token", "create", "--user", "bench-b"], path);
+    tokens[path] = [a, b];
+  }
+  // 1,000 users of 1,000 plants each: 998 filler users written directly, plus the two bench users.
+  seedLargeStore(large, 998, SEED_PER_USER);
+  const figures: Record<string, number[]> = { [small]: [], [large]: [] };
+  const servers: Record<string, Running> = {};
+  for (const path of [small, large]) {
+    servers[path] = await startTarget(service, path);
+    const [a, b] = tokens[path] as [string, string];
+    await seed((servers[path] as Running).url, a, SEED_PER_USER);
+    await seed((servers[path] as Running).url, b, SEED_PER_USER);
+    await wrk((servers[path] as Running).url, "read", [a, b], 0, 1);
+  }
+  const count = new Database(large, { readonly: true });
+  const total = (count.query("SELECT count(*) AS n FROM plants").get() as { n: number }).n;
+  count.close();
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const path of round % 2 === 1 ? [small, large] : [large, small]) {
+      const result = await wrk((servers[path] as Running).url, "read", tokens[path] as [string, string], 0);
+      figures[path]?.push(result.rps);
+      console.log(
+        `large-store round ${round} ${path === small ? "2,000 plants" : `${fmt(total)} plants`}: ${fmt(result.rps)} req/s`,
+      );
+    }
+  }
+  for (const server of Object.values(servers)) await server.stop();
+  const smallRps = median(figures[small] ?? []);
+  const largeRps = median(figures[large] ?? []);
+  return { small: smallRps, large: largeRps, ratio: largeRps / smallRps };
+}
+
+await main();
