@@ -21,6 +21,25 @@ export interface AppDeps {
   log?: (message: string, detail: unknown) => void;
 }
 
+/**
+ * What is refused before routing: a fragment in the target (Elysia would route on it), and a
+ * declared body over the limit (answered before any of it is read).
+ */
+function refuseEarly(request: Request, bodyLimitBytes: number): Response | undefined {
+  if (request.url.includes("#")) {
+    return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
+  }
+  if (declaredBodyTooLarge(request, bodyLimitBytes)) {
+    const { status, message } = tooLarge(bodyLimitBytes);
+    return errorResponse(status, message);
+  }
+  return undefined;
+}
+
+// Elysia reads hook and handler source to decide what to compile as async: "return f(" or
+// "=> f(" makes it assume a promise, which every request then pays for. Hooks on the hot
+// path keep their calls out of return position.
+
 const logToStderr = (message: string, detail: unknown) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
@@ -35,13 +54,8 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr }: A
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
     .onRequest(({ request }) => {
-      if (request.url.includes("#")) {
-        return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
-      }
-      if (declaredBodyTooLarge(request, bodyLimitBytes)) {
-        const { status, message } = tooLarge(bodyLimitBytes);
-        return errorResponse(status, message);
-      }
+      const refusal = refuseEarly(request, bodyLimitBytes);
+      if (refusal) return refusal;
     })
     .use(apiDocs())
     .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes }));

@@ -34,27 +34,38 @@ export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, l
   let inFlight = 0;
   let draining = false;
 
+  /** Once shutdown starts, keep-alive clients are told to reconnect elsewhere. */
+  function closingIfDraining(response: Response): Response {
+    if (draining) response.headers.set("connection", "close");
+    return response;
+  }
+
   const server = Bun.serve({
     port,
     hostname: host,
     idleTimeout: idleTimeoutSeconds,
     maxRequestBodySize: MAX_DECLARED_BODY_BYTES,
-    async fetch(request) {
+    fetch(request) {
       if (inFlight >= maxInFlight) {
         return errorResponse(503, "The service is at capacity; retry in a moment.", {
           "retry-after": "1",
           "x-content-type-options": "nosniff",
         });
       }
+      const result = app.fetch(withRoutableUrl(request));
+      // A synchronous answer (most reads) is done before anything else runs: nothing to count.
+      if (!(result instanceof Promise)) return closingIfDraining(result);
       inFlight++;
-      try {
-        const response = await app.fetch(withRoutableUrl(request));
-        // Once shutdown starts, keep-alive clients are told to reconnect elsewhere.
-        if (draining) response.headers.set("connection", "close");
-        return response;
-      } finally {
-        inFlight--;
-      }
+      return result.then(
+        (response) => {
+          inFlight--;
+          return closingIfDraining(response);
+        },
+        (error) => {
+          inFlight--;
+          throw error;
+        },
+      );
     },
     error(error) {
       log("unhandled server error", faultDetail(error));

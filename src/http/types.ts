@@ -19,18 +19,14 @@ TypeRegistry.Set(
   "DecimalInt64",
   (_schema, value) => typeof value === "string" && DECIMAL.test(value) && inInt64(BigInt(value)),
 );
-// Elysia 1.4 decodes the query twice (the second time on the already-decoded value, and it
-// swallows the failure); accepting the decoded number too spares a thrown error per request.
-// A query value from a URL is always a string, so no number ever reaches this from a client.
-TypeRegistry.Set("DecimalInt32", (schema: { minimum: number; maximum: number }, value) => {
-  if (typeof value === "number") return Number.isInteger(value) && value >= schema.minimum && value <= schema.maximum;
-  return (
+TypeRegistry.Set(
+  "DecimalInt32",
+  (schema: { minimum: number; maximum: number }, value) =>
     typeof value === "string" &&
     /^[0-9]{1,10}$/.test(value) &&
     Number(value) >= schema.minimum &&
-    Number(value) <= schema.maximum
-  );
-});
+    Number(value) <= schema.maximum,
+);
 
 /** Code points, not UTF-16 units: a 256-character name may hold 256 emoji. */
 function characterCount(value: string): number {
@@ -70,23 +66,23 @@ export const Int64Param = (options: { description?: string } = {}) =>
     .Decode((value) => BigInt(value))
     .Encode((value) => value.toString());
 
-/** A query value holding a non-negative 32-bit integer in decimal. */
+/**
+ * A query value holding a non-negative 32-bit integer in decimal, left as the string that was
+ * checked: read it with `Number()`. No Transform here, because Elysia 1.4 runs a query's
+ * Transform twice per request (the second time on the decoded value, throwing and swallowing
+ * an error), which cost the list route about 15 % of its time.
+ */
 export const Int32Query = (options: { description?: string; minimum?: number; maximum?: number } = {}) =>
-  t
-    .Transform(
-      withOwnMessage(
-        t.Unsafe<string>({
-          [Kind]: "DecimalInt32",
-          type: "integer",
-          format: "int32",
-          minimum: 0,
-          maximum: INT32_MAX,
-          ...options,
-        }),
-      ),
-    )
-    .Decode((value) => Number(value))
-    .Encode((value) => String(value));
+  withOwnMessage(
+    t.Unsafe<`${number}`>({
+      [Kind]: "DecimalInt32",
+      type: "integer",
+      format: "int32",
+      minimum: 0,
+      maximum: INT32_MAX,
+      ...options,
+    }),
+  );
 
 /**
  * A string of minLength..maxLength characters. Lone surrogates are refused because SQLite

@@ -59,7 +59,7 @@ export function createPlantQueries(db: AppDatabase, writes: GroupCommit) {
       return row && toPlant(row);
     },
 
-    listPlants(ownerId: number, limit: number | undefined): Plant[] {
+    listPlants(ownerId: number, limit?: number): Plant[] {
       // Rows as arrays: the list is the hot path and needs no per-column mapping.
       return list.values({ ownerId, limit: limit ?? NO_LIMIT }).map(([name, tag]) => toPlant({ name, tag }));
     },
