@@ -39,12 +39,14 @@ export function isValidUserName(name: string): boolean {
 }
 
 export function createTokenStore(db: AppDatabase, clock: Clock = Date.now) {
-  // Read as a raw row (`values`): every request runs it, and it needs no column mapping.
-  const findActiveByHash = db
-    .select({ tokenId: tokens.id, userId: tokens.userId, lastUsedAt: tokens.lastUsedAt })
-    .from(tokens)
-    .where(and(eq(tokens.hash, boundText("hash")), isNull(tokens.revokedAt)))
-    .prepare();
+  // Every request runs this: Drizzle writes the SQL, the driver runs it and returns a raw row.
+  const findActiveByHash = db.$client.prepare<unknown, [string]>(
+    db
+      .select({ tokenId: tokens.id, userId: tokens.userId, lastUsedAt: tokens.lastUsedAt })
+      .from(tokens)
+      .where(and(eq(tokens.hash, boundText("hash")), isNull(tokens.revokedAt)))
+      .toSQL().sql,
+  );
 
   function issue(userName: string): IssuedToken {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
@@ -71,7 +73,7 @@ export function createTokenStore(db: AppDatabase, clock: Clock = Date.now) {
 
     /** The user behind a token, or undefined for an unknown or revoked one. */
     authenticate(token: string): AuthenticatedUser | undefined {
-      const row = findActiveByHash.values({ hash: hashToken(token) })[0] as [number, number, number | null] | undefined;
+      const row = findActiveByHash.values(hashToken(token))[0] as [number, number, number | null] | undefined;
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt] = row;
       const now = clock();
