@@ -6,9 +6,7 @@ import { Elysia } from "elysia";
  * get no CORS headers at all, so they cannot read the API's answers.
  */
 export function wireDefaults(corsOrigins: readonly string[]) {
-  const app = new Elysia({ name: "wire-defaults" }).onRequest(({ set }) => {
-    set.headers["x-content-type-options"] = "nosniff";
-  });
+  const app = new Elysia({ name: "wire-defaults" }).headers({ "x-content-type-options": "nosniff" });
   if (corsOrigins.length === 0) return app;
   const allowed = new Set(corsOrigins);
   return app.use(
