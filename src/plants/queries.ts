@@ -62,9 +62,10 @@ export function createPlantQueries(db: AppDatabase, writes: GroupCommit) {
     },
 
     listPlants(ownerId: number, limit?: number): Plant[] {
-      // Rows as arrays: the list is the hot path and needs no per-column mapping.
-      const rows = list.values(ownerId, limit ?? NO_LIMIT) as Array<[string, string | null]>;
-      return rows.map(([name, tag]) => toPlant({ name, tag }));
+      const rows = list.all(ownerId, limit ?? NO_LIMIT) as Array<{ name: string; tag: string | null | undefined }>;
+      // The driver's row objects are reused: a missing tag becomes undefined, which JSON leaves out.
+      for (const row of rows) if (row.tag === null) row.tag = undefined;
+      return rows as Plant[];
     },
 
     /** True when the owner had the plant and it is gone now. */
