@@ -44,7 +44,6 @@ try {
   sqlite.close();
   fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
 }
-console.log(`Plant Store listening on http://${config.host}:${running.server.port} (Swagger UI at /swagger)`);
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -59,3 +58,5 @@ async function shutdown(signal: string) {
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// Announced only once the handlers are in place: a signal sent on seeing this line is handled.
+console.log(`Plant Store listening on http://${config.host}:${running.server.port} (Swagger UI at /swagger)`);
