@@ -9,16 +9,39 @@ import { declaredBodyTooLarge, tooLarge } from "./http/json-body";
 import { createRateLimiter } from "./http/rate-limit";
 import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
+import { createMetrics, type Metrics } from "./ops/metrics";
+import type { RequestNotes } from "./ops/request-id";
+import { type Lifecycle, opsRoutes } from "./ops/routes";
+import { storeFigures } from "./ops/store-figures";
 import { createPlantQueries } from "./plants/queries";
 import { plantRoutes } from "./plants/routes";
 
-export type AppConfig = Pick<Config, "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins">;
+export type AppConfig = Pick<
+  Config,
+  "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins" | "metricsEnabled" | "metricsToken"
+>;
+
+/** Where faults go; `request`, when given, ties the line to that request's id. */
+export type FaultLog = (message: string, detail: unknown, request?: Request) => void;
+
+/** What the app shares with the layer that observes it (src/ops/observe.ts). */
+export interface AppOps {
+  notes: RequestNotes;
+  metrics: Metrics;
+  lifecycle: Lifecycle;
+}
 
 export interface AppDeps {
   db: AppDatabase;
   config: AppConfig;
   clock?: Clock;
-  log?: (message: string, detail: unknown) => void;
+  log?: FaultLog;
+  ops?: AppOps;
+}
+
+/** Request notes, metrics on this database, and a lifecycle that starts out ready. */
+export function createOps(db: AppDatabase): AppOps {
+  return { notes: new WeakMap(), metrics: createMetrics(storeFigures(db)), lifecycle: { state: "ready" } };
 }
 
 /**
@@ -40,11 +63,12 @@ function refuseEarly(request: Request, bodyLimitBytes: number): Response | undef
 // "=> f(" makes it assume a promise, which every request then pays for. Hooks on the hot
 // path keep their calls out of return position.
 
-const logToStderr = (message: string, detail: unknown) => console.error(message, detail);
+const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
-export function createApp({ db, config, clock = Date.now, log = logToStderr }: AppDeps) {
+export function createApp({ db, config, clock = Date.now, log = logToStderr, ops = createOps(db) }: AppDeps) {
   const { bodyLimitBytes } = config;
+  const ping = db.$client.prepare("SELECT 1");
   const tokens = createTokenStore(db, clock);
   const plants = createPlantQueries(db, createGroupCommit(db.$client));
   const limiter = createRateLimiter(config.rateLimitPerMinute, clock);
@@ -58,7 +82,17 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr }: A
       if (refusal) return refusal;
     })
     .use(apiDocs())
-    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes }));
+    .use(
+      opsRoutes({
+        lifecycle: ops.lifecycle,
+        pingDatabase: () => ping.get(),
+        metrics: ops.metrics,
+        metricsEnabled: config.metricsEnabled,
+        metricsToken: config.metricsToken,
+        log,
+      }),
+    )
+    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -3,6 +3,10 @@ import { dirname, resolve } from "node:path";
 
 export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ["json", "pretty"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export interface Config {
   port: number;
@@ -21,6 +25,13 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Exact origins allowed to call the API from a browser; empty means CORS stays off. */
   corsOrigins: string[];
+  logLevel: LogLevel;
+  /** JSON lines for machines; "pretty" for a developer's terminal (`bun run dev`). */
+  logFormat: LogFormat;
+  /** Whether GET /metrics is served at all. */
+  metricsEnabled: boolean;
+  /** When set, GET /metrics wants `Authorization: Bearer <this>`. */
+  metricsToken: string | undefined;
 }
 
 /** Thrown for any invalid setting; its message is the one line printed at start-up. */
@@ -35,6 +46,23 @@ function integerSetting(env: Env, name: string, fallback: number, min: number, m
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
   }
   return Number(raw);
+}
+
+function choiceSetting<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return fallback;
+  if (!(choices as readonly string[]).includes(raw))
+    throw new ConfigError(`${name} must be one of ${choices.join(", ")}`);
+  return raw as T;
+}
+
+function metricsToken(env: Env): string | undefined {
+  const raw = env.METRICS_TOKEN?.trim();
+  if (raw === undefined || raw === "") return undefined;
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) {
+    throw new ConfigError("METRICS_TOKEN must be at least 16 visible ASCII characters");
+  }
+  return raw;
 }
 
 /** `file:` URLs and plain paths both name a SQLite file; ":memory:" keeps everything in RAM. */
@@ -84,6 +112,10 @@ export function loadConfig(env: Env = process.env): Config {
     idleTimeoutSeconds: integerSetting(env, "IDLE_TIMEOUT_SECONDS", 30, 1, 255),
     shutdownTimeoutMs: integerSetting(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     corsOrigins: originList(env.CORS_ORIGINS),
+    logLevel: choiceSetting(env, "LOG_LEVEL", LOG_LEVELS, "info"),
+    logFormat: choiceSetting(env, "LOG_FORMAT", LOG_FORMATS, "json"),
+    metricsEnabled: choiceSetting(env, "METRICS", ["on", "off"], "on") === "on",
+    metricsToken: metricsToken(env),
   };
 }
 

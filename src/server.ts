@@ -1,5 +1,7 @@
-import type { App } from "./app";
+import type { App, AppOps } from "./app";
 import { errorResponse, faultDetail } from "./http/errors";
+import type { Logger } from "./ops/logger";
+import { observed } from "./ops/observe";
 
 /** Past this Bun answers a bare 413 itself; below it the app answers with the Error body. */
 const MAX_DECLARED_BODY_BYTES = 2 ** 31 - 1;
@@ -24,13 +26,15 @@ export interface ServeOptions {
   maxInFlight: number;
   idleTimeoutSeconds: number;
   log: (message: string, detail: unknown) => void;
+  logger: Logger;
+  ops: AppOps;
 }
 
 /**
  * Listens for the app, counting requests in flight: past the cap a request gets a fast 503
  * instead of joining an unbounded queue, and `drain` can wait for the count to reach zero.
  */
-export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, log }: ServeOptions) {
+export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, log, logger, ops }: ServeOptions) {
   let inFlight = 0;
   let draining = false;
 
@@ -40,32 +44,39 @@ export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, l
     return response;
   }
 
+  function admit(request: Request): Response | Promise<Response> {
+    if (inFlight >= maxInFlight) {
+      return errorResponse(503, "The service is at capacity; retry in a moment.", {
+        "retry-after": "1",
+        "x-content-type-options": "nosniff",
+      });
+    }
+    const result = app.fetch(request);
+    // A synchronous answer (most reads) is done before anything else runs: nothing to count.
+    if (!(result instanceof Promise)) return result;
+    inFlight++;
+    return result.then(
+      (response) => {
+        inFlight--;
+        return response;
+      },
+      (error) => {
+        inFlight--;
+        throw error;
+      },
+    );
+  }
+
+  const handle = observed(admit, { logger, notes: ops.notes, metrics: ops.metrics, routes: app.routes });
+
   const server = Bun.serve({
     port,
     hostname: host,
     idleTimeout: idleTimeoutSeconds,
     maxRequestBodySize: MAX_DECLARED_BODY_BYTES,
     fetch(request) {
-      if (inFlight >= maxInFlight) {
-        return errorResponse(503, "The service is at capacity; retry in a moment.", {
-          "retry-after": "1",
-          "x-content-type-options": "nosniff",
-        });
-      }
-      const result = app.fetch(withRoutableUrl(request));
-      // A synchronous answer (most reads) is done before anything else runs: nothing to count.
-      if (!(result instanceof Promise)) return closingIfDraining(result);
-      inFlight++;
-      return result.then(
-        (response) => {
-          inFlight--;
-          return closingIfDraining(response);
-        },
-        (error) => {
-          inFlight--;
-          throw error;
-        },
-      );
+      const result = handle(withRoutableUrl(request));
+      return result instanceof Promise ? result.then(closingIfDraining) : closingIfDraining(result);
     },
     error(error) {
       log("unhandled server error", faultDetail(error));

@@ -14,6 +14,10 @@ describe("configuration", () => {
       idleTimeoutSeconds: 30,
       shutdownTimeoutMs: 10000,
       corsOrigins: [],
+      logLevel: "info",
+      logFormat: "json",
+      metricsEnabled: true,
+      metricsToken: undefined,
     });
   });
 
@@ -34,6 +38,10 @@ describe("configuration", () => {
     [{ RATE_LIMIT_PER_MINUTE: "-5" }, "RATE_LIMIT_PER_MINUTE must be an integer between 0 and 10000000"],
     [{ MAX_IN_FLIGHT: "0" }, "MAX_IN_FLIGHT must be an integer between 1 and 1000000"],
     [{ CORS_ORIGINS: "*" }, "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent"],
+    [{ LOG_FORMAT: "xml" }, "LOG_FORMAT must be one of json, pretty"],
+    [{ METRICS: "maybe" }, "METRICS must be one of on, off"],
+    [{ METRICS_TOKEN: "short" }, "METRICS_TOKEN must be at least 16 visible ASCII characters"],
     [
       { CORS_ORIGINS: "https://a.example/path" },
       "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com",
@@ -52,5 +60,12 @@ describe("configuration", () => {
   test("values are read exactly", () => {
     const config = loadConfig({ PORT: "8080", HOST: "127.0.0.1", DB_SYNCHRONOUS: "normal", BODY_LIMIT_BYTES: "2048" });
     expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", synchronous: "NORMAL", bodyLimitBytes: 2048 });
+    const ops = loadConfig({ LOG_LEVEL: "WARN", LOG_FORMAT: "pretty", METRICS: "off", METRICS_TOKEN: "m".repeat(16) });
+    expect(ops).toMatchObject({
+      logLevel: "warn",
+      logFormat: "pretty",
+      metricsEnabled: false,
+      metricsToken: "mmmmmmmmmmmmmmmm",
+    });
   });
 });

@@ -1,12 +1,15 @@
-import { type AppConfig, createApp } from "../src/app";
+import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { createTokenStore } from "../src/auth/tokens";
 import { openDatabase } from "../src/db/client";
 
 export const BASE = "http://localhost";
 
 /** A fresh app on its own migrated in-memory database; rate limiting off unless asked for. */
-export function makeTestApp(options: Partial<AppConfig> & { now?: () => number } = {}) {
+export function makeTestApp(
+  options: Partial<AppConfig> & { now?: () => number; logWith?: (ops: AppOps) => FaultLog } = {},
+) {
   const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
+  const ops = createOps(db);
   const logged: Array<{ message: string; detail: unknown }> = [];
   const clock = options.now ?? Date.now;
   const app = createApp({
@@ -15,9 +18,12 @@ export function makeTestApp(options: Partial<AppConfig> & { now?: () => number }
       bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
       rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
       corsOrigins: options.corsOrigins ?? [],
+      metricsEnabled: options.metricsEnabled ?? true,
+      metricsToken: options.metricsToken,
     },
     clock,
-    log: (message, detail) => logged.push({ message, detail }),
+    log: options.logWith?.(ops) ?? ((message, detail) => logged.push({ message, detail })),
+    ops,
   });
   const tokens = createTokenStore(db, clock);
 
@@ -43,6 +49,7 @@ export function makeTestApp(options: Partial<AppConfig> & { now?: () => number }
     db,
     tokens,
     logged,
+    ops,
     call,
     /** Issues a token for `user` (created if needed) and returns the secret. */
     tokenFor: (user: string) => tokens.issue(user).token,

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import { HttpError } from "../http/errors";
 import type { RateLimiter } from "../http/rate-limit";
+import type { RequestNotes } from "../ops/request-id";
 import type { AuthenticatedUser, TokenStore } from "./tokens";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
@@ -45,8 +46,12 @@ export function authenticateRequest(tokens: TokenStore, limiter: RateLimiter, re
  * macro) because it runs before body validation: a caller without a valid token gets 401,
  * never feedback on the body it sent.
  */
-export function bearerAuth(tokens: TokenStore, limiter: RateLimiter) {
-  return new Elysia().derive({ as: "scoped" }, ({ request }) => ({
-    user: authenticateRequest(tokens, limiter, request),
-  }));
+export function bearerAuth(tokens: TokenStore, limiter: RateLimiter, notes: RequestNotes) {
+  return new Elysia().derive({ as: "scoped" }, ({ request }) => {
+    const user = authenticateRequest(tokens, limiter, request);
+    const note = notes.get(request);
+    // The access log names the user; the note exists only when the request is observed.
+    if (note) note.userId = user.id;
+    return { user };
+  });
 }

@@ -68,7 +68,7 @@ export function faultSummary(error: unknown): string {
 export interface ErrorHandlerOptions {
   /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
   allowedMethods(path: string): string[];
-  log(message: string, detail: unknown): void;
+  log(message: string, detail: unknown, request?: Request): void;
 }
 
 /** The one place where every failure becomes the Error body. */
@@ -97,7 +97,7 @@ export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
       typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;
     if (status >= 400 && status < 500)
       return errorResponse(status, STATUS_MESSAGES[status] ?? "The request was refused.");
-    log("unhandled error", faultDetail(error));
+    log("unhandled error", faultDetail(error), request);
     return errorResponse(500, STATUS_MESSAGES[500] as string);
   });
 }

@@ -3,7 +3,7 @@ export interface RouteLike {
   path: string;
 }
 
-const cache = new WeakMap<readonly RouteLike[], Array<{ pattern: RegExp; method: string }>>();
+const cache = new WeakMap<readonly RouteLike[], Array<{ pattern: RegExp; method: string; path: string }>>();
 
 function compile(routes: readonly RouteLike[]) {
   let compiled = cache.get(routes);
@@ -13,6 +13,7 @@ function compile(routes: readonly RouteLike[]) {
       .filter((route) => !route.path.includes("*"))
       .map((route) => ({
         method: route.method,
+        path: route.path,
         pattern: new RegExp(
           `^${route.path
             .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
@@ -31,4 +32,9 @@ export function allowedMethodsFor(routes: readonly RouteLike[], path: string): s
     .filter((route) => route.pattern.test(path))
     .map((route) => route.method);
   return [...new Set(methods)].sort();
+}
+
+/** The route pattern a concrete path falls under ("/plants/:id"), for logs and metrics. */
+export function routePatternFor(routes: readonly RouteLike[], path: string): string | undefined {
+  return compile(routes).find((route) => route.pattern.test(path))?.path;
 }

@@ -5,6 +5,7 @@ import { HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
 import type { RateLimiter } from "../http/rate-limit";
+import type { RequestNotes } from "../ops/request-id";
 import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
 
@@ -13,6 +14,7 @@ export interface PlantRoutesDeps {
   tokens: TokenStore;
   limiter: RateLimiter;
   bodyLimitBytes: number;
+  notes: RequestNotes;
 }
 
 /*
@@ -20,9 +22,9 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: PlantRoutesDeps) {
   return new Elysia({ prefix: "/plants" })
-    .use(bearerAuth(tokens, limiter))
+    .use(bearerAuth(tokens, limiter, notes))
     .model({ ...plantModels, ...errorModels })
     .post(
       "",

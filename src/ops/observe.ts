@@ -1,0 +1,73 @@
+import type { RouteLike } from "../http/routes-table";
+import { routePatternFor } from "../http/routes-table";
+import type { Logger } from "./logger";
+import type { Metrics } from "./metrics";
+import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
+
+type Handler = (request: Request) => Response | Promise<Response>;
+
+export interface ObserveDeps {
+  logger: Logger;
+  notes: RequestNotes;
+  metrics: Metrics;
+  /** The app's routes: their patterns label the logs and metrics. */
+  routes: readonly RouteLike[];
+}
+
+/** The path of an absolute URL, without its query: the query may hold anything, even a token. */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const query = url.indexOf("?", start);
+  return query < 0 ? url.slice(start) : url.slice(start, query);
+}
+
+/**
+ * Gives every request an id (echoed as X-Request-Id), then writes its one access-log line and
+ * counts it in the metrics. The line holds the route pattern, never the URL, headers or body.
+ */
+export function observed(handle: Handler, { logger, notes, metrics, routes }: ObserveDeps): Handler {
+  function finish(request: Request, note: RequestNote, started: number, response: Response): Response {
+    const elapsed = performance.now() - started;
+    response.headers.set("x-request-id", note.id);
+    record(request, note, response.status, elapsed);
+    return response;
+  }
+
+  function record(request: Request, note: RequestNote, status: number, elapsed: number) {
+    const route = routePatternFor(routes, pathOf(request.url)) ?? "unmatched";
+    metrics.requestFinished(request.method, route, status, elapsed / 1000);
+    const line = {
+      reqId: note.id,
+      method: request.method,
+      route,
+      status,
+      ms: Math.round(elapsed * 1000) / 1000,
+      userId: note.userId,
+    };
+    if (status >= 500) logger.error(line, "request");
+    else logger.info(line, "request");
+  }
+
+  return (request) => {
+    const started = performance.now();
+    const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined };
+    notes.set(request, note);
+    metrics.requestStarted();
+    let result: Response | Promise<Response>;
+    try {
+      result = handle(request);
+    } catch (error) {
+      record(request, note, 500, performance.now() - started);
+      throw error;
+    }
+    if (!(result instanceof Promise)) return finish(request, note, started, result);
+    return result.then(
+      (response) => finish(request, note, started, response),
+      (error) => {
+        record(request, note, 500, performance.now() - started);
+        throw error;
+      },
+    );
+  };
+}

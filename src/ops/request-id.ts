@@ -1,0 +1,16 @@
+/** What a request learns on its way through the app that its log line reports. */
+export interface RequestNote {
+  readonly id: string;
+  userId: number | undefined;
+}
+
+/** Notes by request: the access log reads them once the response is made. */
+export type RequestNotes = WeakMap<Request, RequestNote>;
+
+// Long enough for a UUID, a trace id or a prefixed id; nothing a log line could be hurt by.
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
+
+/** The caller's X-Request-Id when it is sane, so logs join up across services; else a new one. */
+export function requestIdFor(header: string | null): string {
+  return header !== null && SANE_REQUEST_ID.test(header) ? header : crypto.randomUUID();
+}

@@ -1,0 +1,77 @@
+import { Elysia } from "elysia";
+import { errorResponse } from "../http/errors";
+import type { Metrics } from "./metrics";
+
+/** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
+export interface Lifecycle {
+  state: "starting" | "ready" | "draining";
+}
+
+export interface OpsRoutesDeps {
+  lifecycle: Lifecycle;
+  /** Runs a trivial query; throws when the database does not answer. */
+  pingDatabase(): void;
+  metrics: Metrics;
+  metricsEnabled: boolean;
+  metricsToken: string | undefined;
+  log(message: string, detail: unknown, request?: Request): void;
+}
+
+const NO_STORE = { "cache-control": "no-store" };
+const hidden = { detail: { hide: true } };
+
+const digest = (text: string) => new Uint8Array(new Bun.CryptoHasher("sha256").update(text).digest());
+
+/** Compares digests, so the time taken says nothing about how much of the token matched. */
+function tokenMatches(header: string | null, expected: Uint8Array): boolean {
+  const given = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
+  return given !== undefined && crypto.timingSafeEqual(digest(given), expected);
+}
+
+/**
+ * Health, readiness and metrics: unauthenticated (metrics unless a token is configured),
+ * outside the rate limit, and left out of the API's OpenAPI document.
+ */
+export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, metricsToken, log }: OpsRoutesDeps) {
+  const app = new Elysia({ name: "ops" })
+    .get(
+      "/healthz",
+      ({ set }) => {
+        set.headers["cache-control"] = "no-store";
+        return { status: "ok" };
+      },
+      hidden,
+    )
+    .get(
+      "/readyz",
+      ({ request, set }) => {
+        if (lifecycle.state !== "ready") {
+          return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
+        }
+        try {
+          pingDatabase();
+        } catch (error) {
+          log("readiness check: the database does not answer", error, request);
+          return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });
+        }
+        set.headers["cache-control"] = "no-store";
+        return { status: "ready" };
+      },
+      hidden,
+    );
+  if (!metricsEnabled) return app;
+  const expected = metricsToken === undefined ? undefined : digest(metricsToken);
+  return app.get(
+    "/metrics",
+    async ({ request }) => {
+      if (expected && !tokenMatches(request.headers.get("authorization"), expected)) {
+        return errorResponse(401, "Metrics need the header Authorization: Bearer <METRICS_TOKEN>.", {
+          "www-authenticate": 'Bearer realm="metrics"',
+        });
+      }
+      const body = await metrics.registry.metrics();
+      return new Response(body, { headers: { "content-type": metrics.registry.contentType, ...NO_STORE } });
+    },
+    hidden,
+  );
+}

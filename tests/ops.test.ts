@@ -1,0 +1,307 @@
+import { describe, expect, test } from "bun:test";
+import { createLogger, faultLog } from "../src/ops/logger";
+import { observed } from "../src/ops/observe";
+import { makeTestApp } from "./helpers";
+import { type RunningServer, scratchDir, startServer } from "./process";
+import { parsePrometheusText, type Sample } from "./prometheus";
+
+const BASE = "http://localhost";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The app as the server runs it: every request observed, log lines captured as parsed JSON.
+ * `level` is LOG_LEVEL.
+ */
+async function observedApp(options: Parameters<typeof makeTestApp>[0] = {}, level: "info" | "warn" = "info") {
+  const lines: Array<Record<string, unknown>> = [];
+  const { logger } = await createLogger({
+    level,
+    format: "json",
+    destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+  });
+  const t = makeTestApp({ ...options, logWith: (ops) => faultLog(logger, ops.notes) });
+  const fetch = observed((request) => t.app.handle(request), {
+    logger,
+    notes: t.ops.notes,
+    metrics: t.ops.metrics,
+    routes: t.app.routes,
+  });
+  const send = (
+    method: string,
+    path: string,
+    init: { token?: string; json?: unknown; headers?: Record<string, string> } = {},
+  ) => {
+    const headers: Record<string, string> = { ...init.headers };
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    if (init.json !== undefined) headers["content-type"] = "application/json";
+    const body = init.json === undefined ? undefined : JSON.stringify(init.json);
+    return fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  };
+  return { ...t, lines, send };
+}
+
+/** The one sample called `name` whose labels include `labels`. */
+function sample(samples: Sample[], name: string, labels: Record<string, string> = {}): Sample | undefined {
+  return samples.find(
+    (s) => s.name === name && Object.entries(labels).every(([key, value]) => s.labels[key] === value),
+  );
+}
+
+describe("health and readiness", () => {
+  test("GET /healthz answers 200 without a token, and is not cached", async () => {
+    const t = makeTestApp();
+    const response = await t.call("GET", "/healthz");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(await response.json()).toEqual({ status: "ok" });
+  });
+
+  test("GET /readyz answers 200 once the service is ready and the database answers", async () => {
+    const t = makeTestApp();
+    const response = await t.call("GET", "/readyz");
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: "ready" });
+  });
+
+  test.each(["starting", "draining"] as const)("GET /readyz is 503 with the Error body while %s", async (state) => {
+    const t = makeTestApp();
+    t.ops.lifecycle.state = state;
+    const response = await t.call("GET", "/readyz");
+    expect(response.status).toBe(503);
+    expect(response.headers.get("retry-after")).toBe("1");
+    expect(await response.json()).toEqual({ error: 503, message: `The service is ${state}.` });
+    // Liveness is another question: the process is still alive.
+    expect((await t.call("GET", "/healthz")).status).toBe(200);
+  });
+
+  test("GET /readyz is 503 when the database does not answer, and the fault is logged", async () => {
+    const t = makeTestApp();
+    // Closing with `true` finalizes the app's prepared statements too, as a lost file would fail them.
+    t.sqlite.close(true);
+    const response = await t.call("GET", "/readyz");
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({ error: 503, message: "The database does not answer." });
+    expect(t.logged.map((entry) => entry.message)).toEqual(["readiness check: the database does not answer"]);
+  });
+
+  test("health, readiness and metrics stay out of the API's OpenAPI document", async () => {
+    const t = makeTestApp();
+    const document = (await (await t.call("GET", "/swagger/json")).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(document.paths).sort()).toEqual(["/plants", "/plants/{id}"]);
+  });
+});
+
+describe("metrics", () => {
+  test("GET /metrics parses as Prometheus text: requests by route pattern and status, latency histograms, store figures", async () => {
+    const t = await observedApp();
+    const alice = t.tokenFor("alice");
+    t.tokenFor("bob");
+    for (const id of [1, 2, 3])
+      expect((await t.send("POST", "/plants", { token: alice, json: { id, name: "P" } })).status).toBe(200);
+    expect((await t.send("POST", "/plants", { token: alice, json: { id: 1, name: "P" } })).status).toBe(409);
+    expect((await t.send("DELETE", "/plants/2", { token: alice })).status).toBe(204);
+    expect((await t.send("DELETE", "/plants/77", { token: alice })).status).toBe(404);
+    expect((await t.send("GET", "/plants?limit=1&access_token=x", { token: alice })).status).toBe(200);
+    expect((await t.send("GET", "/no/such/path")).status).toBe(404);
+
+    const response = await t.send("GET", "/metrics");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toStartWith("text/plain; version=0.0.4");
+    const samples = await parsePrometheusText(await response.text());
+
+    const count = (method: string, route: string, status: string) =>
+      sample(samples, "http_requests_total", { method, route, status })?.value;
+    expect(samples.find((s) => s.name === "http_requests_total")?.type).toBe("counter");
+    expect(count("POST", "/plants", "200")).toBe(3);
+    expect(count("POST", "/plants", "409")).toBe(1);
+    expect(count("DELETE", "/plants/:id", "204")).toBe(1);
+    expect(count("DELETE", "/plants/:id", "404")).toBe(1);
+    expect(count("GET", "/plants", "200")).toBe(1);
+    expect(count("GET", "unmatched", "404")).toBe(1);
+    // Route patterns only: no concrete id, path or query ever becomes a label.
+    const routes = new Set(samples.filter((s) => s.family.startsWith("http_")).map((s) => s.labels.route));
+    expect([...routes].filter(Boolean).sort()).toEqual(["/plants", "/plants/:id", "unmatched"]);
+
+    const created = { method: "POST", route: "/plants", status: "200" };
+    expect(sample(samples, "http_request_duration_seconds_count", created)?.type).toBe("histogram");
+    expect(sample(samples, "http_request_duration_seconds_count", created)?.value).toBe(3);
+    expect(sample(samples, "http_request_duration_seconds_bucket", { ...created, le: "+Inf" })?.value).toBe(3);
+    expect(sample(samples, "http_request_duration_seconds_sum", created)?.value).toBeGreaterThan(0);
+    const conflict = { method: "POST", route: "/plants", status: "409" };
+    expect(sample(samples, "http_request_duration_seconds_count", conflict)?.value).toBe(1);
+
+    const gauge = (name: string) => sample(samples, name)?.value;
+    expect(gauge("plant_store_plants")).toBe(2);
+    expect(gauge("plant_store_users")).toBe(2);
+    expect(gauge("plant_store_database_bytes")).toBeGreaterThan(0);
+    // The scrape itself is in flight while it is collected.
+    expect(gauge("http_requests_in_flight")).toBe(1);
+    expect(gauge("process_resident_memory_bytes")).toBeGreaterThan(0);
+  });
+
+  test("hostile methods and paths cannot grow the number of series", async () => {
+    const t = await observedApp();
+    // Bun's Request turns a method it does not know into GET; these it keeps.
+    const methods = ["PROPFIND", "MKCOL", "LOCK", "UNLOCK", "REPORT"];
+    for (let i = 0; i < 20; i++) {
+      await t.send(methods[i % methods.length] as string, `/random/${i}`);
+      await t.send("GET", `/plants/${i}/more`);
+    }
+    const text = await (await t.send("GET", "/metrics")).text();
+    const samples = await parsePrometheusText(text);
+    const series = samples.filter((s) => s.name === "http_requests_total").map((s) => s.labels);
+    expect(series).toEqual([
+      { method: "other", route: "unmatched", status: "404" },
+      { method: "GET", route: "unmatched", status: "404" },
+    ]);
+  });
+
+  test("with METRICS_TOKEN set, /metrics wants it as a bearer token", async () => {
+    const secret = "metrics-secret-0123456789";
+    const t = makeTestApp({ metricsToken: secret });
+    const without = await t.call("GET", "/metrics");
+    expect(without.status).toBe(401);
+    expect(without.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
+    const body = await without.json();
+    expect(body).toEqual({ error: 401, message: "Metrics need the header Authorization: Bearer <METRICS_TOKEN>." });
+    expect(JSON.stringify(body)).not.toContain(secret);
+    expect((await t.call("GET", "/metrics", { token: `${secret}x` })).status).toBe(401);
+    expect((await t.call("GET", "/metrics", { token: t.tokenFor("alice") })).status).toBe(401);
+    expect((await t.call("GET", "/metrics", { token: secret })).status).toBe(200);
+  });
+
+  test("with METRICS=off there is no /metrics route", async () => {
+    const t = makeTestApp({ metricsEnabled: false });
+    expect((await t.call("GET", "/metrics")).status).toBe(404);
+  });
+});
+
+describe("request ids and the access log", () => {
+  test("every response carries an X-Request-Id, generated when the client sent none", async () => {
+    const t = await observedApp();
+    const token = t.tokenFor("alice");
+    const responses = [
+      await t.send("GET", "/plants", { token }),
+      await t.send("GET", "/plants"),
+      await t.send("POST", "/plants", { token, json: { id: "x" } }),
+      await t.send("GET", "/healthz"),
+      await t.send("PUT", "/plants"),
+      await t.send("GET", "/nowhere"),
+    ];
+    const ids = responses.map((response) => response.headers.get("x-request-id") ?? "");
+    for (const id of ids) expect(id).toMatch(UUID);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  test("a sane X-Request-Id is kept; anything else is replaced", async () => {
+    const t = await observedApp();
+    const idFor = async (value: string) =>
+      (await t.send("GET", "/healthz", { headers: { "x-request-id": value } })).headers.get("x-request-id");
+    expect(await idFor("trace-0af7651916cd43dd8448eb211c80319c")).toBe("trace-0af7651916cd43dd8448eb211c80319c");
+    expect(await idFor("a".repeat(128))).toBe("a".repeat(128));
+    for (const insane of ["a".repeat(129), "two words", '{"json":1}', "é", "a\tb"]) {
+      expect(await idFor(insane)).toMatch(UUID);
+    }
+  });
+
+  test("one JSON line per request: method, route pattern, status, duration, request id, user id", async () => {
+    const t = await observedApp();
+    const token = t.tokenFor("alice");
+    const userId = t.sqlite.query<{ id: number }, []>("SELECT id FROM users WHERE name = 'alice'").get()?.id;
+    const created = await t.send("POST", "/plants", {
+      token,
+      json: { id: 5, name: "Fern" },
+      headers: { "x-request-id": "create-5" },
+    });
+    const deleted = await t.send("DELETE", "/plants/5", { token });
+    const refused = await t.send("GET", "/plants");
+
+    expect(t.lines).toHaveLength(3);
+    const [create, remove, unauthorized] = t.lines;
+    expect(create).toEqual({
+      level: "info",
+      time: expect.any(String),
+      msg: "request",
+      reqId: "create-5",
+      method: "POST",
+      route: "/plants",
+      status: 200,
+      ms: expect.any(Number),
+      userId,
+    });
+    expect(created.headers.get("x-request-id")).toBe("create-5");
+    expect(remove).toMatchObject({ method: "DELETE", route: "/plants/:id", status: 204, userId });
+    expect(remove?.reqId).toBe(deleted.headers.get("x-request-id") ?? "");
+    expect(unauthorized).toMatchObject({ method: "GET", route: "/plants", status: 401 });
+    expect(unauthorized).not.toHaveProperty("userId");
+    expect(refused.headers.get("x-request-id")).toBe(String(unauthorized?.reqId));
+    expect(Number.isNaN(Date.parse(String(create?.time)))).toBe(false);
+  });
+
+  test("log lines hold no token, header, query or body", async () => {
+    const t = await observedApp();
+    const token = t.tokenFor("alice");
+    await t.send("POST", "/plants", { token, json: { id: 1, name: "body-marker" } });
+    await t.send("GET", `/plants?access_token=${token}&q=query-marker`, { token });
+    await t.send("GET", "/plants", { token: `${token}x` });
+    const text = JSON.stringify(t.lines);
+    for (const secret of [token, token.slice(4), "body-marker", "query-marker", "Bearer", "access_token"]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  test("a fault's log line carries the request id of the request that failed; the access line is an error", async () => {
+    const t = await observedApp();
+    const token = t.tokenFor("alice");
+    t.sqlite.run("DROP TABLE plants");
+    const response = await t.send("POST", "/plants", { token, json: { id: 1, name: "Fern" } });
+    expect(response.status).toBe(500);
+    const id = response.headers.get("x-request-id");
+    const [fault, access] = t.lines;
+    expect(fault).toMatchObject({ level: "error", msg: "unhandled error", reqId: id });
+    expect(JSON.stringify(fault)).toContain("no such table");
+    expect(access).toMatchObject({ level: "error", msg: "request", reqId: id, status: 500 });
+  });
+
+  test("LOG_LEVEL=warn keeps faults and drops the lines of requests that went well", async () => {
+    const t = await observedApp({}, "warn");
+    const token = t.tokenFor("alice");
+    await t.send("GET", "/plants", { token });
+    expect(t.lines).toEqual([]);
+    t.sqlite.run("DROP TABLE plants");
+    await t.send("GET", "/plants", { token });
+    expect(t.lines.map((line) => line.level)).toEqual(["error", "error"]);
+  });
+});
+
+describe("the running server", () => {
+  let server: RunningServer | undefined;
+
+  test("logs JSON lines whose request ids match the responses", async () => {
+    const scratch = scratchDir();
+    try {
+      server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
+      const response = await fetch(`${server.url}/plants`, { headers: { "x-request-id": "from-the-client" } });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("x-request-id")).toBe("from-the-client");
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      await server.waitForOutput(/"reqId":"from-the-client"/);
+      expect(await server.stop()).toBe(0);
+
+      const lines = (await server.output())
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line));
+      expect(lines.find((line) => line.reqId === "from-the-client")).toMatchObject({
+        level: "info",
+        msg: "request",
+        method: "GET",
+        route: "/plants",
+        status: 401,
+      });
+      expect(lines.at(-1)).toMatchObject({ level: "info", msg: "Stopped cleanly." });
+    } finally {
+      scratch.cleanup();
+    }
+  });
+});
