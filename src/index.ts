@@ -29,14 +29,7 @@ try {
 }
 const { sqlite, db } = database;
 
-// The first token is handed to the operator on the console, once, as SPEC asks: it is plain
-// text rather than a log record, so log shippers that parse JSON lines pass it by.
 const issued = createTokenStore(db).bootstrap();
-if (issued) {
-  console.log(`First start: created user "${issued.user}" with this token (shown once, store it now):`);
-  console.log(issued.token);
-  console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${config.port}/plants`);
-}
 
 const { logger, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
 const ops = createOps(db);
@@ -67,6 +60,13 @@ async function shutdown(signal: string) {
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
+// The first token is handed to the operator on the console, once, as SPEC asks: it is plain
+// text rather than a log record, so log shippers that parse JSON lines pass it by.
+if (issued) {
+  console.log(`First start: created user "${issued.user}" with this token (shown once, store it now):`);
+  console.log(issued.token);
+  console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${running.server.port}/plants`);
+}
 ops.lifecycle.state = "ready";
 // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
 const url = `http://${config.host}:${running.server.port}`;

@@ -1,14 +1,22 @@
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
-import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { SynchronousMode } from "../config";
+import { applyMigrations, EMBEDDED_MIGRATIONS, migrationsFromFolder } from "./migrations";
 import * as schema from "./schema";
 
-export const MIGRATIONS_FOLDER = new URL("../../drizzle", import.meta.url).pathname;
+export { MIGRATIONS_FOLDER } from "./migrations-macro";
 
 export interface DatabaseOptions {
   path: string;
   synchronous: SynchronousMode;
+  /** Brings the schema up to date on open (the default); `false` opens the database as it is. */
+  migrate?: boolean;
+  /**
+   * Opens the file as it is and only reads it (backup, check): no new file when it is missing,
+   * no migration, no change of journal mode. Fails here if the file is not a database.
+   */
+  readonly?: boolean;
+  /** Migrations read from this folder at run time instead of the ones embedded at build time. */
   migrationsFolder?: string;
 }
 
@@ -25,19 +33,35 @@ function wrap(sqlite: Database) {
 }
 
 /**
- * Opens SQLite with the pragmas every connection needs, then brings the schema up to date.
- * WAL lets the CLI and the server share the file; synchronous=FULL (the default) makes an
- * acknowledged write survive power loss.
+ * Opens SQLite with the pragmas every connection needs, then brings the schema up to date with
+ * the migrations embedded at build time (see migrations.ts). WAL lets the CLI and the server
+ * share the file; synchronous=FULL (the default) makes an acknowledged write survive power loss.
  */
-export function openDatabase({ path, synchronous, migrationsFolder = MIGRATIONS_FOLDER }: DatabaseOptions) {
-  const sqlite = new Database(path, { create: true, strict: true });
+export function openDatabase({
+  path,
+  synchronous,
+  migrate = true,
+  readonly = false,
+  migrationsFolder,
+}: DatabaseOptions) {
+  const sqlite = new Database(path, readonly ? { readonly, strict: true } : { create: true, strict: true });
   try {
     sqlite.run("PRAGMA busy_timeout = 5000");
+    if (readonly) {
+      // SQLite reads nothing until the first query: fail here on a file that is not a database.
+      sqlite.query("SELECT count(*) FROM sqlite_master").get();
+      return { sqlite, db: wrap(sqlite) };
+    }
     if (path !== ":memory:") sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run(`PRAGMA synchronous = ${synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
     const db = wrap(sqlite);
-    migrate(db, { migrationsFolder });
+    if (migrate) {
+      applyMigrations(
+        db,
+        migrationsFolder === undefined ? EMBEDDED_MIGRATIONS : migrationsFromFolder(migrationsFolder),
+      );
+    }
     // Fails now, with SQLITE_READONLY, rather than at the first write a client sends.
     sqlite.run("BEGIN IMMEDIATE");
     sqlite.run("ROLLBACK");

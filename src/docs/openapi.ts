@@ -12,8 +12,26 @@ const assets = new Map([
   ["swagger-ui.css", { path: swaggerCss, type: "text/css; charset=utf-8" }],
 ]);
 
+type Schemas = Record<string, Record<string, unknown>>;
+type Document = { components?: { schemas?: Schemas } };
+
+/**
+ * Elysia gives each model `$id: "#/components/schemas/<Name>"` and the generator copies it
+ * into the document, where in OpenAPI 3.1 a `$id` changes how references resolve: Swagger UI
+ * then fails on every `$ref`. The copy leaves the live models alone.
+ */
+function withoutSchemaIds(document: Document): Document {
+  const schemas = document.components?.schemas;
+  if (!schemas) return document;
+  const cleaned = Object.fromEntries(Object.entries(schemas).map(([name, { $id: _, ...schema }]) => [name, schema]));
+  return { ...document, components: { ...document.components, schemas: cleaned } };
+}
+
 export function apiDocs() {
   return new Elysia({ name: "api-docs" })
+    .onAfterHandle(({ path, response }) => {
+      if (path === "/swagger/json") return withoutSchemaIds(response as Document);
+    })
     .use(
       openapi({
         path: "/swagger",

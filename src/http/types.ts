@@ -55,9 +55,13 @@ export function withOwnMessage<S extends object>(schema: S): S {
   return Object.assign(schema, { error: () => describeRule(schema) });
 }
 
-/** A JSON body integer, already turned into an exact bigint by `parseJsonBody`. */
+/**
+ * A JSON body integer, already turned into an exact bigint by `parseJsonBody`. Typed as what a
+ * client sends (a number; a bigint cannot go through JSON.stringify), so typed clients such as
+ * Eden accept it; on the server it is always a bigint.
+ */
 export const Int64 = (options: { description?: string } = {}) =>
-  withOwnMessage(t.Unsafe<bigint>({ [Kind]: "Int64", ...int64Doc, ...options }));
+  withOwnMessage(t.Unsafe<bigint | number>({ [Kind]: "Int64", ...int64Doc, ...options }));
 
 /** A path segment holding a signed 64-bit integer in decimal. */
 export const Int64Param = (options: { description?: string } = {}) =>
@@ -74,7 +78,8 @@ export const Int64Param = (options: { description?: string } = {}) =>
  */
 export const Int32Query = (options: { description?: string; minimum?: number; maximum?: number } = {}) =>
   withOwnMessage(
-    t.Unsafe<`${number}`>({
+    // A client sends a number; the server receives the query string's text.
+    t.Unsafe<number | `${number}`>({
       [Kind]: "DecimalInt32",
       type: "integer",
       format: "int32",
