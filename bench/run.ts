@@ -56,36 +56,47 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+/**
+ * Servers write their output to a file beside the database, as a service writing its log to
+ * disk would: read through a pipe by this process, the access log's 30,000 lines a second
+ * would cost the shared CPU more than the service spends writing them.
+ */
+async function waitForListening(name: string, logPath: string, exited: () => boolean): Promise<string> {
+  for (;;) {
+    const file = Bun.file(logPath);
+    const output = (await file.exists()) ? await file.text() : "";
+    const url = /listening on (http:\/\/[^\s"]+)/.exec(output)?.[1];
+    if (url) return url;
+    if (exited()) fail(`${name} exited before listening: ${output}`);
+    await Bun.sleep(2);
+  }
+}
+
+let launches = 0;
+/** A fresh file per launch: Bun does not truncate a file it is given as stdout. */
+const logPathFor = (databasePath: string, name: string) => `${databasePath}.${name}-${++launches}.log`;
+
 async function startTarget(target: Target, databasePath: string): Promise<Running> {
+  const logPath = logPathFor(databasePath, target.name);
+  let exited = false;
   const proc = Bun.spawn(target.command, {
     cwd: ROOT,
     env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
-    stdout: "pipe",
+    stdout: Bun.file(logPath),
     stderr: "inherit",
+    onExit: () => {
+      exited = true;
+    },
   });
-  const reader = proc.stdout.getReader();
-  const decoder = new TextDecoder();
-  let output = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) fail(`${target.name} exited before listening: ${output}`);
-    output += decoder.decode(value, { stream: true });
-    const url = /listening on (http:\/\/[^\s]+)/.exec(output)?.[1];
-    if (url) {
-      // Drain the rest of stdout so the pipe never blocks the server.
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })();
-      return {
-        url,
-        pid: proc.pid,
-        stop: async () => {
-          proc.kill("SIGTERM");
-          await proc.exited;
-        },
-      };
-    }
-  }
+  const url = await waitForListening(target.name, logPath, () => exited);
+  return {
+    url,
+    pid: proc.pid,
+    stop: async () => {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
 }
 
 async function cli(args: string[], databasePath: string): Promise<string> {
@@ -175,21 +186,18 @@ const median = (values: number[]) => {
 /** Launch to the first successful authenticated request, in ms. */
 async function coldStart(target: Target, databasePath: string, token: string): Promise<number> {
   const started = performance.now();
+  const logPath = logPathFor(databasePath, `cold-${target.name}`);
+  let exited = false;
   const proc = Bun.spawn(target.command, {
     cwd: ROOT,
     env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
-    stdout: "pipe",
+    stdout: Bun.file(logPath),
     stderr: "inherit",
+    onExit: () => {
+      exited = true;
+    },
   });
-  const reader = proc.stdout.getReader();
-  let output = "";
-  let url: string | undefined;
-  while (!url) {
-    const { done, value } = await reader.read();
-    if (done) fail(`${target.name} exited during cold start`);
-    output += new TextDecoder().decode(value);
-    url = /listening on (http:\/\/[^\s]+)/.exec(output)?.[1];
-  }
+  const url = await waitForListening(target.name, logPath, () => exited);
   for (;;) {
     const response = await fetch(`${url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
     if (response.status === 200) break;

@@ -3,7 +3,7 @@ import { createTokenStore } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { closeDatabase, openDatabase } from "./db/client";
 import { faultSummary } from "./http/errors";
-import { createLogger, faultLog } from "./ops/logger";
+import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { serve } from "./server";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
@@ -31,15 +31,16 @@ const { sqlite, db } = database;
 
 const issued = createTokenStore(db).bootstrap();
 
-const { logger, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
+const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
 const ops = createOps(db);
 ops.lifecycle.state = "starting";
 const log = faultLog(logger, ops.notes);
+const lifecycle = lifecycleLogger(logger);
 
 const app = createApp({ db, config, log, ops });
 let running: ReturnType<typeof serve>;
 try {
-  running = serve(app, { ...config, log, logger, ops });
+  running = serve(app, { ...config, log, access, ops });
 } catch (error) {
   sqlite.close();
   fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
@@ -50,12 +51,12 @@ async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   ops.lifecycle.state = "draining";
-  logger.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
+  lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
   const cutOff = await running.drain(config.shutdownTimeoutMs);
   if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
   closeDatabase(sqlite);
-  logger.info("Stopped cleanly.");
-  flush();
+  lifecycle.info("Stopped cleanly.");
+  await flush();
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));
@@ -70,4 +71,6 @@ if (issued) {
 ops.lifecycle.state = "ready";
 // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
 const url = `http://${config.host}:${running.server.port}`;
-logger.info({ url }, `Plant Store listening on ${url} (Swagger UI at /swagger)`);
+lifecycle.info({ url }, `Plant Store listening on ${url} (Swagger UI at /swagger)`);
+// Supervisors (and the tests) wait for this line: it does not wait for the next timed flush.
+await flush();

@@ -1,6 +1,6 @@
 import type { App, AppOps } from "./app";
 import { errorResponse, faultDetail } from "./http/errors";
-import type { Logger } from "./ops/logger";
+import type { AccessLine } from "./ops/logger";
 import { observed } from "./ops/observe";
 
 /** Past this Bun answers a bare 413 itself; below it the app answers with the Error body. */
@@ -26,7 +26,7 @@ export interface ServeOptions {
   maxInFlight: number;
   idleTimeoutSeconds: number;
   log: (message: string, detail: unknown) => void;
-  logger: Logger;
+  access: (line: AccessLine) => void;
   ops: AppOps;
 }
 
@@ -34,7 +34,7 @@ export interface ServeOptions {
  * Listens for the app, counting requests in flight: past the cap a request gets a fast 503
  * instead of joining an unbounded queue, and `drain` can wait for the count to reach zero.
  */
-export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, log, logger, ops }: ServeOptions) {
+export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
   let inFlight = 0;
   let draining = false;
 
@@ -67,7 +67,7 @@ export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, l
     );
   }
 
-  const handle = observed(admit, { logger, notes: ops.notes, metrics: ops.metrics, routes: app.routes });
+  const handle = observed(admit, { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes });
 
   const server = Bun.serve({
     port,

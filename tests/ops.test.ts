@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { createLogger, faultLog } from "../src/ops/logger";
 import { observed } from "../src/ops/observe";
 import { makeTestApp } from "./helpers";
@@ -14,14 +14,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  */
 async function observedApp(options: Parameters<typeof makeTestApp>[0] = {}, level: "info" | "warn" = "info") {
   const lines: Array<Record<string, unknown>> = [];
-  const { logger } = await createLogger({
+  const { logger, access } = await createLogger({
     level,
     format: "json",
     destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
   });
   const t = makeTestApp({ ...options, logWith: (ops) => faultLog(logger, ops.notes) });
   const fetch = observed((request) => t.app.handle(request), {
-    logger,
+    access,
     notes: t.ops.notes,
     metrics: t.ops.metrics,
     routes: t.app.routes,
@@ -127,6 +127,15 @@ describe("metrics", () => {
     expect(sample(samples, "http_request_duration_seconds_count", created)?.value).toBe(3);
     expect(sample(samples, "http_request_duration_seconds_bucket", { ...created, le: "+Inf" })?.value).toBe(3);
     expect(sample(samples, "http_request_duration_seconds_sum", created)?.value).toBeGreaterThan(0);
+    const buckets = samples.filter(
+      (s) =>
+        s.name === "http_request_duration_seconds_bucket" && s.labels.status === "200" && s.labels.method === "POST",
+    );
+    expect(buckets.length).toBeGreaterThan(5);
+    // Cumulative: each bucket holds at least what the one below it holds.
+    for (let i = 1; i < buckets.length; i++) {
+      expect(buckets[i]?.value).toBeGreaterThanOrEqual(buckets[i - 1]?.value ?? 0);
+    }
     const conflict = { method: "POST", route: "/plants", status: "409" };
     expect(sample(samples, "http_request_duration_seconds_count", conflict)?.value).toBe(1);
 
@@ -276,10 +285,63 @@ describe("request ids and the access log", () => {
 
 describe("the running server", () => {
   let server: RunningServer | undefined;
+  let scratch: ReturnType<typeof scratchDir> | undefined;
+  afterEach(async () => {
+    if (server) await server.stop();
+    server = undefined;
+    scratch?.cleanup();
+  });
+
+  test("every line on stdout after the first-start token is a JSON log line", async () => {
+    scratch = scratchDir();
+    server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
+    const token = server.startupOutput.match(/^pst_\S+$/m)?.[0];
+    expect((await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    expect(await server.stop()).toBe(0);
+    const lines = (await server.output()).split("\n").filter((line) => line !== "");
+    const firstJson = lines.findIndex((line) => line.startsWith("{"));
+    expect(lines.slice(0, firstJson).join("\n")).toContain("First start");
+    const json = lines.slice(firstJson).filter((line) => !line.startsWith("$ "));
+    for (const line of json) expect(() => JSON.parse(line)).not.toThrow();
+    expect(json.map((line) => JSON.parse(line).msg)).toEqual([
+      expect.stringContaining("listening on"),
+      "request",
+      "request",
+      "SIGTERM received: finishing requests in flight, then closing",
+      "Stopped cleanly.",
+    ]);
+    server = undefined;
+  });
+
+  test("LOG_LEVEL=warn drops request lines but still announces start and stop", async () => {
+    scratch = scratchDir();
+    server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite`, LOG_LEVEL: "warn" });
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    expect(await server.stop()).toBe(0);
+    const output = await server.output();
+    expect(output).not.toContain('"msg":"request"');
+    expect(output).toContain("Stopped cleanly.");
+    server = undefined;
+  });
+
+  test("LOG_FORMAT=pretty writes readable lines, not JSON", async () => {
+    scratch = scratchDir();
+    server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite`, LOG_FORMAT: "pretty" });
+    const response = await fetch(`${server.url}/healthz`, { headers: { "x-request-id": "pretty-one" } });
+    expect(response.headers.get("x-request-id")).toBe("pretty-one");
+    await server.waitForOutput(/pretty-one/);
+    expect(await server.stop()).toBe(0);
+    const line = (await server.output()).split("\n").find((l) => l.includes("INFO") && l.includes("request"));
+    expect(line).toBeDefined();
+    expect(line?.startsWith("{")).toBe(false);
+    expect(await server.output()).toMatch(/reqId: "pretty-one"/);
+    server = undefined;
+  });
 
   test("logs JSON lines whose request ids match the responses", async () => {
-    const scratch = scratchDir();
-    try {
+    scratch = scratchDir();
+    {
       server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
       const response = await fetch(`${server.url}/plants`, { headers: { "x-request-id": "from-the-client" } });
       expect(response.status).toBe(401);
@@ -300,8 +362,7 @@ describe("the running server", () => {
         status: 401,
       });
       expect(lines.at(-1)).toMatchObject({ level: "info", msg: "Stopped cleanly." });
-    } finally {
-      scratch.cleanup();
+      server = undefined;
     }
   });
 });

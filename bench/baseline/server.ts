@@ -3,8 +3,9 @@
  * statements, no framework and no ORM. It does every check the real service does on the
  * benchmarked paths (bearer token hashed and looked up on every request, revocation honoured,
  * last_used_at at most once a minute, body limit, media type, exact int64 ids, code-point
- * lengths, nosniff on every response), so the gap to the service is what the framework and the
- * ORM cost. Not done: rate limiting (the bench runs the service with RATE_LIMIT_PER_MINUTE=0),
+ * lengths, nosniff on every response, and the request id, access-log line and request
+ * metrics of ./observe.ts), so the gap to the service is what the framework, the ORM and the
+ * libraries cost. Not done: rate limiting (the bench runs the service with RATE_LIMIT_PER_MINUTE=0),
  * CORS (off by default in the service) and /swagger.
  *
  *   PORT=0 HOST=127.0.0.1 DATABASE_URL=/tmp/b.sqlite DB_SYNCHRONOUS=NORMAL bun bench/baseline/server.ts
@@ -13,6 +14,7 @@
  */
 import { BODY_LIMIT_BYTES, BodyError, type NewPlant, parseIdSegment, parseNewPlant, readBody, TOO_LARGE } from "./body";
 import { closeDatabase, openDatabase } from "./db";
+import { flushLog, notes, observed } from "./observe";
 
 const LAST_USED_GRANULARITY_MS = 60_000;
 const MAX_IN_FLIGHT = 1024;
@@ -158,6 +160,8 @@ function authenticate(request: Request): number {
   const now = Date.now();
   const lastUsedAt = row.last_used_at;
   if (lastUsedAt === null || now - lastUsedAt >= LAST_USED_GRANULARITY_MS) touchToken.run(now, row.id);
+  const note = notes.get(request);
+  if (note) note.userId = row.user_id;
   return row.user_id;
 }
 
@@ -316,7 +320,7 @@ try {
     idleTimeout: 30,
     // Past this Bun answers a bare 413 itself; below it the handler answers with the Error body.
     maxRequestBodySize: 2 ** 31 - 1,
-    fetch: route,
+    fetch: observed(route),
     error(error) {
       console.error("unhandled error", error);
       return internal();
@@ -327,6 +331,7 @@ try {
   fail(`cannot listen on ${host}:${portText}: ${error instanceof Error ? error.message : String(error)}`);
 }
 console.log(`listening on http://${host}:${server.port}`);
+flushLog();
 
 let stopping = false;
 async function shutdown() {
@@ -334,6 +339,7 @@ async function shutdown() {
   stopping = true;
   await server.stop(true);
   closeDatabase(sqlite);
+  await flushLog();
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown());

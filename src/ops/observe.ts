@@ -1,13 +1,13 @@
 import type { RouteLike } from "../http/routes-table";
 import { routePatternFor } from "../http/routes-table";
-import type { Logger } from "./logger";
+import type { AccessLine } from "./logger";
 import type { Metrics } from "./metrics";
 import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
 export interface ObserveDeps {
-  logger: Logger;
+  access: (line: AccessLine) => void;
   notes: RequestNotes;
   metrics: Metrics;
   /** The app's routes: their patterns label the logs and metrics. */
@@ -26,7 +26,7 @@ function pathOf(url: string): string {
  * Gives every request an id (echoed as X-Request-Id), then writes its one access-log line and
  * counts it in the metrics. The line holds the route pattern, never the URL, headers or body.
  */
-export function observed(handle: Handler, { logger, notes, metrics, routes }: ObserveDeps): Handler {
+export function observed(handle: Handler, { access, notes, metrics, routes }: ObserveDeps): Handler {
   function finish(request: Request, note: RequestNote, started: number, response: Response): Response {
     const elapsed = performance.now() - started;
     response.headers.set("x-request-id", note.id);
@@ -37,16 +37,14 @@ export function observed(handle: Handler, { logger, notes, metrics, routes }: Ob
   function record(request: Request, note: RequestNote, status: number, elapsed: number) {
     const route = routePatternFor(routes, pathOf(request.url)) ?? "unmatched";
     metrics.requestFinished(request.method, route, status, elapsed / 1000);
-    const line = {
+    access({
       reqId: note.id,
       method: request.method,
       route,
       status,
       ms: Math.round(elapsed * 1000) / 1000,
       userId: note.userId,
-    };
-    if (status >= 500) logger.error(line, "request");
-    else logger.info(line, "request");
+    });
   }
 
   return (request) => {

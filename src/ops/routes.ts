@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { errorResponse } from "../http/errors";
-import type { Metrics } from "./metrics";
+import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
 /** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
 export interface Lifecycle {
@@ -63,14 +63,13 @@ export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, me
   const expected = metricsToken === undefined ? undefined : digest(metricsToken);
   return app.get(
     "/metrics",
-    async ({ request }) => {
+    ({ request }) => {
       if (expected && !tokenMatches(request.headers.get("authorization"), expected)) {
         return errorResponse(401, "Metrics need the header Authorization: Bearer <METRICS_TOKEN>.", {
           "www-authenticate": 'Bearer realm="metrics"',
         });
       }
-      const body = await metrics.registry.metrics();
-      return new Response(body, { headers: { "content-type": metrics.registry.contentType, ...NO_STORE } });
+      return new Response(metrics.render(), { headers: { "content-type": METRICS_CONTENT_TYPE, ...NO_STORE } });
     },
     hidden,
   );
