@@ -7,9 +7,7 @@ import { migrate as migrateFromFolder } from "drizzle-orm/bun-sqlite/migrator";
 import { createTokenStore } from "../src/auth/tokens";
 import { closeDatabase, MIGRATIONS_FOLDER, openDatabase } from "../src/db/client";
 import { EMBEDDED_MIGRATIONS } from "../src/db/migrations";
-import { runCli, scratchDir, startServer } from "./process";
-
-const ROOT = new URL("..", import.meta.url).pathname;
+import { runCli, runToExit, scratchDir, startServer } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(() => {
@@ -21,19 +19,8 @@ afterEach(() => scratch.cleanup());
  * Runs a package.json script as a user would (`bun run cli check`, `bun run db:migrate`);
  * `--silent` keeps bun's own "$ command" and "exited with code" lines out of stderr.
  */
-async function runScript(script: string, args: string[], env: Record<string, string>) {
-  const proc = Bun.spawn(["bun", "run", "--silent", script, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
+function runScript(script: string, args: string[], env: Record<string, string>) {
+  return runToExit(["bun", "run", "--silent", script, ...args], { env });
 }
 
 const cli = (args: string[], env: Record<string, string>) => runScript("cli", args, env);

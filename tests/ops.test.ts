@@ -341,28 +341,26 @@ describe("the running server", () => {
 
   test("logs JSON lines whose request ids match the responses", async () => {
     scratch = scratchDir();
-    {
-      server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
-      const response = await fetch(`${server.url}/plants`, { headers: { "x-request-id": "from-the-client" } });
-      expect(response.status).toBe(401);
-      expect(response.headers.get("x-request-id")).toBe("from-the-client");
-      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-      await server.waitForOutput(/"reqId":"from-the-client"/);
-      expect(await server.stop()).toBe(0);
+    server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
+    const response = await fetch(`${server.url}/plants`, { headers: { "x-request-id": "from-the-client" } });
+    expect(response.status).toBe(401);
+    expect(response.headers.get("x-request-id")).toBe("from-the-client");
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    await server.waitForOutput(/"reqId":"from-the-client"/);
+    expect(await server.stop()).toBe(0);
 
-      const lines = (await server.output())
-        .split("\n")
-        .filter((line) => line.startsWith("{"))
-        .map((line) => JSON.parse(line));
-      expect(lines.find((line) => line.reqId === "from-the-client")).toMatchObject({
-        level: "info",
-        msg: "request",
-        method: "GET",
-        route: "/plants",
-        status: 401,
-      });
-      expect(lines.at(-1)).toMatchObject({ level: "info", msg: "Stopped cleanly." });
-      server = undefined;
-    }
+    const lines = (await server.output())
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line));
+    expect(lines.find((line) => line.reqId === "from-the-client")).toMatchObject({
+      level: "info",
+      msg: "request",
+      method: "GET",
+      route: "/plants",
+      status: 401,
+    });
+    expect(lines.at(-1)).toMatchObject({ level: "info", msg: "Stopped cleanly." });
+    server = undefined;
   });
 });

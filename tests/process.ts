@@ -10,11 +10,15 @@ export function scratchDir(): { dir: string; cleanup: () => void } {
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Runs the CLI as a user would (`bun run cli ...`) and returns its output. */
-export async function runCli(args: string[], env: Record<string, string>) {
-  const proc = Bun.spawn(["bun", "run", "cli", ...args], {
-    cwd: ROOT,
+/** Runs a command to its exit and returns what it printed. `env` adds to this process's. */
+export async function runToExit(
+  command: string[],
+  { env = {}, cwd = ROOT, stdin }: { env?: Record<string, string>; cwd?: string; stdin?: string } = {},
+) {
+  const proc = Bun.spawn(command, {
+    cwd,
     env: { ...process.env, ...env },
+    stdin: stdin === undefined ? "ignore" : new Blob([stdin]),
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -24,6 +28,11 @@ export async function runCli(args: string[], env: Record<string, string>) {
     proc.exited,
   ]);
   return { stdout, stderr, code };
+}
+
+/** Runs the CLI as a user would (`bun run cli ...`) and returns its output. */
+export function runCli(args: string[], env: Record<string, string>) {
+  return runToExit(["bun", "run", "cli", ...args], { env });
 }
 
 export interface RunningServer {

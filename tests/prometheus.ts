@@ -1,3 +1,5 @@
+import { runToExit } from "./process";
+
 /**
  * Parses a scrape with the Prometheus project's own Python client parser (Debian's
  * python3-prometheus-client, installed by .ci/run): the npm parsers mangle labelled histograms.
@@ -22,16 +24,7 @@ export interface Sample {
 }
 
 export async function parsePrometheusText(text: string): Promise<Sample[]> {
-  const proc = Bun.spawn(["/usr/bin/python3", "-c", PARSER], {
-    stdin: new Blob([text]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+  const { stdout, stderr, code } = await runToExit(["/usr/bin/python3", "-c", PARSER], { stdin: text });
   if (code !== 0) throw new Error(`the Prometheus parser refused the scrape: ${stderr}`);
   return JSON.parse(stdout);
 }

@@ -3,9 +3,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { scratchDir } from "./process";
+import { runToExit, scratchDir } from "./process";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(() => {
   scratch = scratchDir();
@@ -14,17 +13,9 @@ afterEach(() => scratch.cleanup());
 
 /** Runs the server to its exit; a start-up failure must exit on its own. */
 async function startExpectingFailure(databaseUrl: string) {
-  const proc = Bun.spawn(["bun", "src/index.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl },
-    stdout: "pipe",
-    stderr: "pipe",
+  const { stdout, stderr, code } = await runToExit(["bun", "src/index.ts"], {
+    env: { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databaseUrl },
   });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
   expect(code).not.toBe(0);
   expect(stdout).not.toContain("listening");
   const lines = stderr.trim().split("\n");
