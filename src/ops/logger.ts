@@ -14,6 +14,8 @@ export interface LoggerOptions {
 
 /** How long a line may wait in the buffer when the service is quiet. */
 const FLUSH_EVERY_MS = 50;
+/** How long an explicit flush (start-up line, exit) waits for a slow reader. */
+const FLUSH_WAIT_MS = 1000;
 
 /**
  * Lines gathered in Bun's own buffered file writer: it writes when 64 KiB have gathered, and a
@@ -29,7 +31,8 @@ function stdoutDestination() {
     write(line: string) {
       sink.write(line);
     },
-    flush: () => sink.flush(),
+    // Bounded: a reader that stopped reading must not keep the process from exiting.
+    flush: () => Promise.race([sink.flush(), Bun.sleep(FLUSH_WAIT_MS)]),
   };
 }
 
