@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { createTokenStore } from "../src/auth/tokens";
 import { openDatabase } from "../src/db/client";
@@ -51,9 +52,29 @@ export function makeTestApp(
     logged,
     ops,
     call,
+    /** Creates a plant from raw JSON, so ids past 2^53 stay exact, and expects the 200. */
+    async createPlant(id: string, name: string, token: string) {
+      const response = await call("POST", "/plants", { token, json: `{"id":${id},"name":${JSON.stringify(name)}}` });
+      expect(response.status).toBe(200);
+    },
     /** Issues a token for `user` (created if needed) and returns the secret. */
     tokenFor: (user: string) => tokens.issue(user).token,
   };
 }
 
 export type TestApp = ReturnType<typeof makeTestApp>;
+
+/**
+ * An error response: the status, a JSON content type, and exactly the Error body's two fields
+ * with a non-blank message. Returns the message.
+ */
+export async function expectError(response: Response, status: number): Promise<string> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get("content-type")).toMatch(/^application\/json\b/);
+  const body = (await response.json()) as Record<string, unknown>;
+  expect(Object.keys(body).sort()).toEqual(["error", "message"]);
+  expect(body.error).toBe(status);
+  expect(typeof body.message).toBe("string");
+  expect((body.message as string).trim().length).toBeGreaterThan(0);
+  return body.message as string;
+}

@@ -1,19 +1,9 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { makeTestApp, type TestApp } from "./helpers";
+import { expectError, makeTestApp, type TestApp } from "./helpers";
 
 const INT64_MAX = "9223372036854775807";
 const INT64_MAX_MINUS_1 = "9223372036854775806";
 const INT64_MIN = "-9223372036854775808";
-
-/** An error response: the status, application/json, and the Error body. Returns the message. */
-async function expectError(response: Response, status: number): Promise<string> {
-  expect(response.status).toBe(status);
-  expect(response.headers.get("content-type")).toStartWith("application/json");
-  const body = (await response.json()) as { error: number; message: string };
-  expect(body).toEqual({ error: status, message: expect.any(String) });
-  expect(body.message.length).toBeGreaterThan(0);
-  return body.message;
-}
 
 describe("POST /plants", () => {
   let t: TestApp;

@@ -1,16 +1,7 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { makeTestApp, type TestApp } from "./helpers";
+import { expectError, makeTestApp, type TestApp } from "./helpers";
 
 const ID_MESSAGE = "id: must be an integer between -9223372036854775808 and 9223372036854775807";
-
-async function expectError(response: Response, status: number): Promise<string> {
-  expect(response.status).toBe(status);
-  expect(response.headers.get("content-type")).toStartWith("application/json");
-  const body = (await response.json()) as { error: number; message: string };
-  expect(body).toEqual({ error: status, message: expect.any(String) });
-  expect(body.message.length).toBeGreaterThan(0);
-  return body.message;
-}
 
 describe("DELETE /plants/{id}", () => {
   let t: TestApp;
@@ -21,13 +12,7 @@ describe("DELETE /plants/{id}", () => {
     token = t.tokenFor("alice");
   });
 
-  async function create(id: string, name: string, as = token) {
-    const response = await t.call("POST", "/plants", {
-      token: as,
-      json: `{"id":${id},"name":${JSON.stringify(name)}}`,
-    });
-    expect(response.status).toBe(200);
-  }
+  const create = (id: string, name: string, as = token) => t.createPlant(id, name, as);
   const remove = (id: string, as = token) => t.call("DELETE", `/plants/${id}`, { token: as });
   const list = async (as = token) => (await t.call("GET", "/plants", { token: as })).json();
 

@@ -12,14 +12,7 @@ describe("GET /plants", () => {
     token = t.tokenFor("alice");
   });
 
-  /** Creates a plant from raw JSON so that ids past 2^53 stay exact. */
-  async function create(id: string, name: string, as = token) {
-    const response = await t.call("POST", "/plants", {
-      token: as,
-      json: `{"id":${id},"name":${JSON.stringify(name)}}`,
-    });
-    expect(response.status).toBe(200);
-  }
+  const create = (id: string, name: string, as = token) => t.createPlant(id, name, as);
 
   const list = (query = "", as = token) => t.call("GET", `/plants${query}`, { token: as });
 
