@@ -186,25 +186,11 @@ const median = (values: number[]) => {
 /** Launch to the first successful authenticated request, in ms. */
 async function coldStart(target: Target, databasePath: string, token: string): Promise<number> {
   const started = performance.now();
-  const logPath = logPathFor(databasePath, `cold-${target.name}`);
-  let exited = false;
-  const proc = Bun.spawn(target.command, {
-    cwd: ROOT,
-    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
-    stdout: Bun.file(logPath),
-    stderr: "inherit",
-    onExit: () => {
-      exited = true;
-    },
-  });
-  const url = await waitForListening(target.name, logPath, () => exited);
-  for (;;) {
-    const response = await fetch(`${url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
-    if (response.status === 200) break;
-  }
+  const server = await startTarget(target, databasePath);
+  const response = await fetch(`${server.url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
   const elapsed = performance.now() - started;
-  proc.kill("SIGTERM");
-  await proc.exited;
+  await server.stop();
+  if (response.status !== 200) fail(`${target.name}: the cold-start request got ${response.status}, not 200`);
   return elapsed;
 }
 
