@@ -1,4 +1,4 @@
-import type { App, AppOps } from "./app";
+import type { App, AppOps, FaultLog } from "./app";
 import { errorResponse, faultDetail } from "./http/errors";
 import type { AccessLine } from "./ops/logger";
 import { observed } from "./ops/observe";
@@ -25,7 +25,7 @@ export interface ServeOptions {
   host: string;
   maxInFlight: number;
   idleTimeoutSeconds: number;
-  log: (message: string, detail: unknown) => void;
+  log: FaultLog;
   access: (line: AccessLine) => void;
   ops: AppOps;
 }

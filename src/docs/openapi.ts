@@ -28,9 +28,18 @@ function withoutSchemaIds(document: Document): Document {
 }
 
 export function apiDocs() {
+  // The plugin builds its document once and serves that object: clean it once too.
+  const cleaned = new WeakMap<Document, Document>();
   return new Elysia({ name: "api-docs" })
     .onAfterHandle(({ path, response }) => {
-      if (path === "/swagger/json") return withoutSchemaIds(response as Document);
+      if (path !== "/swagger/json") return;
+      const document = response as Document;
+      let served = cleaned.get(document);
+      if (!served) {
+        served = withoutSchemaIds(document);
+        cleaned.set(document, served);
+      }
+      return served;
     })
     .use(
       openapi({

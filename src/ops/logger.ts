@@ -1,6 +1,5 @@
 import pino from "pino";
 import type { LogFormat, LogLevel } from "../config";
-import { faultDetail } from "../http/errors";
 import type { RequestNotes } from "./request-id";
 
 export type Logger = pino.Logger;
@@ -103,10 +102,13 @@ export async function createLogger({ level, format, destination }: LoggerOptions
   return { logger, access: accessLog(logger, json), flush: () => stdout?.flush() };
 }
 
-/** The app's fault log on top of the logger: the line carries the id of the request that failed. */
+/**
+ * The app's fault log on top of the logger: the line carries the id of the request that
+ * failed. Whoever catches a fault passes it through `faultDetail` first (no query values).
+ */
 export function faultLog(logger: Logger, notes: RequestNotes) {
   return (message: string, detail: unknown, request?: Request) =>
-    logger.error({ reqId: request && notes.get(request)?.id, err: faultDetail(detail) }, message);
+    logger.error({ reqId: request && notes.get(request)?.id, err: detail }, message);
 }
 
 /**

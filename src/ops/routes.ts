@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { errorResponse } from "../http/errors";
+import { errorResponse, faultDetail } from "../http/errors";
 import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
 /** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
@@ -51,7 +51,7 @@ export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, me
         try {
           pingDatabase();
         } catch (error) {
-          log("readiness check: the database does not answer", error, request);
+          log("readiness check: the database does not answer", faultDetail(error), request);
           return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });
         }
         set.headers["cache-control"] = "no-store";
