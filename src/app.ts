@@ -4,8 +4,7 @@ import type { Config } from "./config";
 import type { AppDatabase } from "./db/client";
 import { createGroupCommit } from "./db/group-commit";
 import { apiDocs } from "./docs/openapi";
-import { errorHandler, errorResponse } from "./http/errors";
-import { declaredBodyTooLarge, tooLarge } from "./http/json-body";
+import { errorHandler, errorResponse, faultDetail } from "./http/errors";
 import { createRateLimiter } from "./http/rate-limit";
 import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
@@ -18,7 +17,15 @@ import { plantRoutes } from "./plants/routes";
 
 export type AppConfig = Pick<
   Config,
-  "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins" | "metricsEnabled" | "metricsToken"
+  | "bodyLimitBytes"
+  | "bodyTimeoutMs"
+  | "rateLimitPerMinute"
+  | "authFailuresPerMinute"
+  | "maxInFlight"
+  | "writeLockTimeoutMs"
+  | "corsOrigins"
+  | "metricsEnabled"
+  | "metricsToken"
 >;
 
 /** Where faults go; `request`, when given, ties the line to that request's id. */
@@ -45,16 +52,12 @@ export function createOps(db: AppDatabase): AppOps {
 }
 
 /**
- * What is refused before routing: a fragment in the target (Elysia would route on it), and a
- * declared body over the limit (answered before any of it is read).
+ * What is refused before routing: a fragment in the target (Elysia would route on it). A
+ * declared body over the limit is refused by the route, once the caller is authenticated.
  */
-function refuseEarly(request: Request, bodyLimitBytes: number): Response | undefined {
+function refuseEarly(request: Request): Response | undefined {
   if (request.url.includes("#")) {
     return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
-  }
-  if (declaredBodyTooLarge(request, bodyLimitBytes)) {
-    const { status, message } = tooLarge(bodyLimitBytes);
-    return errorResponse(status, message);
   }
   return undefined;
 }
@@ -67,18 +70,27 @@ const logToStderr: FaultLog = (message, detail) => console.error(message, detail
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
 export function createApp({ db, config, clock = Date.now, log = logToStderr, ops = createOps(db) }: AppDeps) {
-  const { bodyLimitBytes } = config;
   const ping = db.$client.prepare("SELECT 1");
-  const tokens = createTokenStore(db, clock);
-  const plants = createPlantQueries(db, createGroupCommit(db.$client));
-  const limiter = createRateLimiter(config.rateLimitPerMinute, clock);
+  const writes = createGroupCommit(db.$client, {
+    maxQueued: config.maxInFlight,
+    lockTimeoutMs: config.writeLockTimeoutMs,
+    onHealthChange: (problem, error) =>
+      problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined),
+  });
+  const tokens = createTokenStore(db, clock, writes);
+  const plants = createPlantQueries(db, writes);
+  const limits = {
+    perToken: createRateLimiter(config.rateLimitPerMinute, clock),
+    failuresPerClient: createRateLimiter(config.authFailuresPerMinute, clock),
+  };
+  const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
     .onRequest(({ request }) => {
-      const refusal = refuseEarly(request, bodyLimitBytes);
+      const refusal = refuseEarly(request);
       if (refusal) return refusal;
     })
     .use(apiDocs())
@@ -86,13 +98,14 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
       opsRoutes({
         lifecycle: ops.lifecycle,
         pingDatabase: () => ping.get(),
+        storeProblem: writes.problem,
         metrics: ops.metrics,
         metricsEnabled: config.metricsEnabled,
         metricsToken: config.metricsToken,
         log,
       }),
     )
-    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes }));
+    .use(plantRoutes({ plants, tokens, limits, body, notes: ops.notes }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -15,10 +15,16 @@ export interface Config {
   databasePath: string;
   synchronous: SynchronousMode;
   bodyLimitBytes: number;
-  /** Requests per minute per token; 0 turns rate limiting off. */
+  /** How long a request body may take to arrive in full; past it 408. */
+  bodyTimeoutMs: number;
+  /** Requests per minute per token; 0 turns every rate limit off, the next one included. */
   rateLimitPerMinute: number;
-  /** Requests handled at once; past it new requests get a fast 503. */
+  /** Failed authentications per minute per client address; past it 429. */
+  authFailuresPerMinute: number;
+  /** Writes waiting for their commit at once; past it new writes get a fast 503. */
   maxInFlight: number;
+  /** How long a write waits for a write lock held elsewhere before its 503. */
+  writeLockTimeoutMs: number;
   /** A connection with no traffic for this long is closed. */
   idleTimeoutSeconds: number;
   /** How long a SIGTERM/SIGINT waits for in-flight requests before closing anyway. */
@@ -101,14 +107,19 @@ export function loadConfig(env: Env = process.env): Config {
   const databasePath = databasePathFrom(env.DATABASE_URL?.trim() || "./data/plants.sqlite");
   if (databasePath === "") throw new ConfigError("DATABASE_URL must not be empty");
   const host = env.HOST?.trim() || "0.0.0.0";
+  const rateLimitPerMinute = integerSetting(env, "RATE_LIMIT_PER_MINUTE", 6000, 0, 10_000_000);
+  const authFailuresPerMinute = integerSetting(env, "AUTH_FAILURES_PER_MINUTE", 100, 0, 10_000_000);
   return {
     port: integerSetting(env, "PORT", 3000, 0, 65535),
     host,
     databasePath,
     synchronous: synchronous as SynchronousMode,
     bodyLimitBytes: integerSetting(env, "BODY_LIMIT_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
-    rateLimitPerMinute: integerSetting(env, "RATE_LIMIT_PER_MINUTE", 6000, 0, 10_000_000),
+    bodyTimeoutMs: integerSetting(env, "BODY_TIMEOUT_MS", 10_000, 100, 600_000),
+    rateLimitPerMinute,
+    authFailuresPerMinute: rateLimitPerMinute === 0 ? 0 : authFailuresPerMinute,
     maxInFlight: integerSetting(env, "MAX_IN_FLIGHT", 1024, 1, 1_000_000),
+    writeLockTimeoutMs: integerSetting(env, "WRITE_LOCK_TIMEOUT_MS", 5_000, 0, 600_000),
     idleTimeoutSeconds: integerSetting(env, "IDLE_TIMEOUT_SECONDS", 30, 1, 255),
     shutdownTimeoutMs: integerSetting(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     corsOrigins: originList(env.CORS_ORIGINS),

@@ -2,7 +2,7 @@ import { createApp, createOps } from "./app";
 import { createTokenStore } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { closeDatabase, openDatabase } from "./db/client";
-import { faultSummary } from "./http/errors";
+import { faultDetail, faultSummary } from "./http/errors";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { serve } from "./server";
 
@@ -54,7 +54,14 @@ async function shutdown(signal: string) {
   lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
   const cutOff = await running.drain(config.shutdownTimeoutMs);
   if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
-  closeDatabase(sqlite);
+  try {
+    closeDatabase(sqlite);
+  } catch (error) {
+    // A full disk fails the checkpoint; the WAL still holds every committed write and the next
+    // start (or any reader) uses it, so this is worth a line, not a failed exit.
+    logger.error({ err: faultDetail(error) }, "the final WAL checkpoint failed; the WAL keeps every committed write");
+    sqlite.close();
+  }
   lifecycle.info("Stopped cleanly.");
   await flush();
   process.exit(0);

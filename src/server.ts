@@ -1,5 +1,6 @@
 import type { App, AppOps, FaultLog } from "./app";
 import { errorResponse, faultDetail } from "./http/errors";
+import { addressable } from "./http/request-target";
 import type { AccessLine } from "./ops/logger";
 import { observed } from "./ops/observe";
 
@@ -9,21 +10,9 @@ const DRAIN_POLL_MS = 5;
 /** In-flight must stay at zero this many polls in a row before the listener is closed. */
 const QUIET_POLLS = 3;
 
-/**
- * Elysia finds the path by searching the URL for "/" from index 11, which skips the path's
- * own slash when the Host header is 1 to 3 characters ("http://x/plants"), and every such
- * request would be misrouted. Those few requests are re-addressed to a long-enough host.
- */
-function withRoutableUrl(request: Request): Request {
-  const pathStart = request.url.indexOf("/", request.url.indexOf("//") + 2);
-  if (pathStart >= 11 || pathStart < 0) return request;
-  return new Request(`http://localhost${request.url.slice(pathStart)}`, request);
-}
-
 export interface ServeOptions {
   port: number;
   host: string;
-  maxInFlight: number;
   idleTimeoutSeconds: number;
   log: FaultLog;
   access: (line: AccessLine) => void;
@@ -31,10 +20,10 @@ export interface ServeOptions {
 }
 
 /**
- * Listens for the app, counting requests in flight: past the cap a request gets a fast 503
- * instead of joining an unbounded queue, and `drain` can wait for the count to reach zero.
+ * Listens for the app: gives it routable requests and each one's client address, and counts
+ * requests in flight so that `drain` can wait for the count to reach zero.
  */
-export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
+export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
   let inFlight = 0;
   let draining = false;
 
@@ -44,38 +33,33 @@ export function serve(app: App, { port, host, maxInFlight, idleTimeoutSeconds, l
     return response;
   }
 
-  function admit(request: Request): Response | Promise<Response> {
-    if (inFlight >= maxInFlight) {
-      return errorResponse(503, "The service is at capacity; retry in a moment.", {
-        "retry-after": "1",
-        "x-content-type-options": "nosniff",
-      });
-    }
+  /** Counts what is in flight, for the drain; the cap on work is the store's (MAX_IN_FLIGHT). */
+  function counted(request: Request): Response | Promise<Response> {
     const result = app.fetch(request);
     // A synchronous answer (most reads) is done before anything else runs: nothing to count.
     if (!(result instanceof Promise)) return result;
     inFlight++;
-    return result.then(
-      (response) => {
-        inFlight--;
-        return response;
-      },
-      (error) => {
-        inFlight--;
-        throw error;
-      },
-    );
+    return result.finally(() => {
+      inFlight--;
+    });
   }
 
-  const handle = observed(admit, { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes });
+  const observe = { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes };
+  const handle = observed(counted, observe);
+  const unaddressable = (message: string) => observed(() => errorResponse(400, message), observe);
 
   const server = Bun.serve({
     port,
     hostname: host,
     idleTimeout: idleTimeoutSeconds,
     maxRequestBodySize: MAX_DECLARED_BODY_BYTES,
-    fetch(request) {
-      const result = handle(withRoutableUrl(request));
+    fetch(request, server) {
+      const client = server.requestIP(request)?.address;
+      const target = addressable(request);
+      const result =
+        "refused" in target
+          ? unaddressable(target.refused)(new Request("http://localhost/", { method: request.method }), client)
+          : handle(target.request, client);
       return result instanceof Promise ? result.then(closingIfDraining) : closingIfDraining(result);
     },
     error(error) {

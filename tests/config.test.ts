@@ -9,8 +9,11 @@ describe("configuration", () => {
       databasePath: "./data/plants.sqlite",
       synchronous: "FULL",
       bodyLimitBytes: 65536,
+      bodyTimeoutMs: 10000,
       rateLimitPerMinute: 6000,
+      authFailuresPerMinute: 100,
       maxInFlight: 1024,
+      writeLockTimeoutMs: 5000,
       idleTimeoutSeconds: 30,
       shutdownTimeoutMs: 10000,
       corsOrigins: [],
@@ -19,6 +22,12 @@ describe("configuration", () => {
       metricsEnabled: true,
       metricsToken: undefined,
     });
+  });
+
+  test("RATE_LIMIT_PER_MINUTE=0 turns off the limit on failed authentications too", () => {
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "0" }).authFailuresPerMinute).toBe(0);
+    expect(loadConfig({ AUTH_FAILURES_PER_MINUTE: "7" }).authFailuresPerMinute).toBe(7);
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: "0", AUTH_FAILURES_PER_MINUTE: "7" }).authFailuresPerMinute).toBe(0);
   });
 
   test("DATABASE_URL takes a plain path, a file: URL or :memory:", () => {

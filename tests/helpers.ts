@@ -17,7 +17,11 @@ export function makeTestApp(
     db,
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
+      bodyTimeoutMs: options.bodyTimeoutMs ?? 10_000,
       rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+      authFailuresPerMinute: options.authFailuresPerMinute ?? 0,
+      maxInFlight: options.maxInFlight ?? 1024,
+      writeLockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
       corsOrigins: options.corsOrigins ?? [],
       metricsEnabled: options.metricsEnabled ?? true,
       metricsToken: options.metricsToken,

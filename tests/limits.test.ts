@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { type RunningServer, scratchDir, startServer } from "./process";
@@ -78,45 +79,144 @@ describe("limits on the real server", () => {
 });
 
 describe("the cap on concurrent work", () => {
-  test("past MAX_IN_FLIGHT a request gets a fast 503 with Retry-After and the Error body", async () => {
+  test("past MAX_IN_FLIGHT writes waiting for their commit, a write gets a fast 503; health and reads go on", async () => {
+    const own = scratchDir();
+    const dbPath = join(own.dir, "plants.sqlite");
+    const capped = await startServer({ DATABASE_URL: dbPath, MAX_IN_FLIGHT: "2", WRITE_LOCK_TIMEOUT_MS: "60000" });
+    const cappedToken = capped.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+    const headers = { authorization: `Bearer ${cappedToken}`, "content-type": "application/json" };
+    // Another process's write lock keeps the first writes waiting for their commit.
+    const holder = new Database(dbPath);
+    holder.run("BEGIN IMMEDIATE");
+    try {
+      const answers: Array<{ status: number; body: unknown }> = [];
+      const writes = [1, 2, 3, 4, 5].map(async (id) => {
+        const response = await fetch(`${capped.url}/plants`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ id, name: "n" }),
+        });
+        answers.push({ status: response.status, body: await response.json() });
+        return response;
+      });
+      const deadline = performance.now() + 10_000;
+      while (answers.length < 3 && performance.now() < deadline) await Bun.sleep(5);
+      expect(answers).toEqual(
+        Array(3).fill({ status: 503, body: { error: 503, message: "The service is at capacity; retry in a moment." } }),
+      );
+      expect((await fetch(`${capped.url}/healthz`)).status).toBe(200);
+      const read = await fetch(`${capped.url}/plants`, { headers });
+      expect(read.status).toBe(200);
+
+      holder.run("COMMIT");
+      const statuses = (await Promise.all(writes)).map((response) => response.status).sort();
+      expect(statuses).toEqual([200, 200, 503, 503, 503]);
+      const listed = await fetch(`${capped.url}/plants`, { headers });
+      expect(await listed.json()).toEqual([{ name: "n" }, { name: "n" }]);
+    } finally {
+      if (holder.inTransaction) holder.run("ROLLBACK");
+      holder.close();
+      await capped.stop();
+      own.cleanup();
+    }
+  });
+
+  test("requests still sending their body do not count: a valid token's slow bodies starve nothing", async () => {
     const own = scratchDir();
     const capped = await startServer({ DATABASE_URL: join(own.dir, "plants.sqlite"), MAX_IN_FLIGHT: "2" });
     const cappedToken = capped.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+    const held = await Promise.all(
+      [1, 2, 3, 4].map(async () => {
+        const raw = await openRaw(capped.url);
+        await raw.write(
+          `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${cappedToken}\r\n` +
+            "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{",
+        );
+        return raw;
+      }),
+    );
     try {
-      const held = await Promise.all(
-        [1, 2].map(async () => {
+      expect((await fetch(`${capped.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${capped.url}/readyz`)).status).toBe(200);
+      const created = await fetch(`${capped.url}/plants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${cappedToken}`, "content-type": "application/json" },
+        body: '{"id":1,"name":"n"}',
+      });
+      expect(created.status).toBe(200);
+    } finally {
+      for (const raw of held) await raw.end();
+      await capped.stop();
+      own.cleanup();
+    }
+  });
+});
+
+describe("slow and anonymous bodies", () => {
+  test("an anonymous request gets its 401 from the headers, without its body being read", async () => {
+    const own = scratchDir();
+    const capped = await startServer({ DATABASE_URL: join(own.dir, "plants.sqlite"), MAX_IN_FLIGHT: "16" });
+    try {
+      const raws = await Promise.all(
+        Array.from({ length: 32 }, async (_, i) => {
           const raw = await openRaw(capped.url);
+          const auth = i % 2 === 0 ? "" : "Authorization: Bearer pst_not-a-real-token\r\n";
           await raw.write(
-            `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${cappedToken}\r\n` +
-              "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n",
+            `POST /plants HTTP/1.1\r\nHost: localhost\r\n${auth}` +
+              "Content-Type: application/json\r\nContent-Length: 60000\r\n\r\n{",
           );
           return raw;
         }),
       );
-      let overloaded: Response | undefined;
-      for (let attempt = 0; attempt < 500 && !overloaded; attempt++) {
-        const probe = await fetch(`${capped.url}/plants`, { headers: { authorization: `Bearer ${cappedToken}` } });
-        if (probe.status === 503) overloaded = probe;
-        else expect(probe.status).toBe(200);
-      }
-      expect(overloaded?.headers.get("retry-after")).toBe("1");
-      expect(await overloaded?.json()).toEqual({
-        error: 503,
-        message: "The service is at capacity; retry in a moment.",
-      });
-
-      // Finishing the held requests frees the slots.
-      for (const [i, raw] of held.entries()) {
-        const rest = `"id":${i},"name":"n"}`;
-        await raw.write(`${rest.length.toString(16)}\r\n${rest}\r\n0\r\n\r\n`);
-        expect((await raw.response()).status).toBe(200);
+      for (const raw of raws) {
+        const response = await raw.response();
+        expect(response.status).toBe(401);
+        expect(JSON.parse(response.body)).toMatchObject({ error: 401 });
         await raw.end();
       }
-      const after = await fetch(`${capped.url}/plants`, { headers: { authorization: `Bearer ${cappedToken}` } });
-      expect(after.status).toBe(200);
-      expect(await after.json()).toEqual([{ name: "n" }, { name: "n" }]);
+      expect((await fetch(`${capped.url}/healthz`)).status).toBe(200);
     } finally {
       await capped.stop();
+      own.cleanup();
+    }
+  });
+
+  test("an anonymous request with a declared body over the limit gets 401, not 413", async () => {
+    const raw = await openRaw(server.url);
+    await raw.write(
+      "POST /plants HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n",
+    );
+    const response = await raw.response();
+    expect(response.status).toBe(401);
+    expect(response.headers["www-authenticate"]).toBe("Bearer");
+    await raw.end();
+  });
+
+  test("a body that stops arriving is cut off at BODY_TIMEOUT_MS with a 408 and a closed connection", async () => {
+    const own = scratchDir();
+    const slow = await startServer({ DATABASE_URL: join(own.dir, "plants.sqlite"), BODY_TIMEOUT_MS: "300" });
+    const slowToken = slow.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+    try {
+      for (const framing of ["Content-Length: 100\r\n", "Transfer-Encoding: chunked\r\n"]) {
+        const raw = await openRaw(slow.url);
+        const start = framing.startsWith("Content") ? '{"id":1,' : '8\r\n{"id":1,\r\n';
+        await raw.write(
+          `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${slowToken}\r\n` +
+            `Content-Type: application/json\r\n${framing}\r\n${start}`,
+        );
+        const response = await raw.response(5_000);
+        expect(response.status).toBe(408);
+        expect(JSON.parse(response.body)).toEqual({
+          error: 408,
+          message: "body: did not arrive within 0.3 s; send the whole body promptly.",
+        });
+        expect(response.headers.connection).toBe("close");
+        await raw.closed(5_000);
+      }
+      const list = await fetch(`${slow.url}/plants`, { headers: { authorization: `Bearer ${slowToken}` } });
+      expect(await list.json()).toEqual([]);
+    } finally {
+      await slow.stop();
       own.cleanup();
     }
   });

@@ -65,9 +65,9 @@ describe("OpenAPI document at /swagger/json", () => {
     const list = operation(document, "/plants", "get");
     const remove = operation(document, "/plants/{id}", "delete");
     const statuses = (op: Operation) => Object.keys(op.responses).sort();
-    expect(statuses(create)).toEqual(["200", "400", "401", "409", "413", "415", "429", "500", "503"]);
+    expect(statuses(create)).toEqual(["200", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
     expect(statuses(list)).toEqual(["200", "400", "401", "429", "500", "503"]);
-    expect(statuses(remove)).toEqual(["204", "400", "401", "404", "429", "500", "503"]);
+    expect(statuses(remove)).toEqual(["204", "400", "401", "404", "429", "500", "503", "507"]);
     expect(remove.responses["204"]?.content).toBeUndefined();
     expect(create.requestBody.content["application/json"]?.schema).toEqual({
       $ref: "#/components/schemas/NewPlant",

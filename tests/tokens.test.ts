@@ -40,21 +40,26 @@ describe("tokens", () => {
     expect(t.tokens.revoke(id + 100)).toBe("not-found");
   });
 
-  test("last use is recorded, at most once a minute per token", async () => {
+  test("last use is recorded, at most once a minute per token, beside the request", async () => {
     let now = Date.UTC(2026, 0, 1);
     const t = makeTestApp({ now: () => now });
     const token = t.tokenFor("alice");
     const lastUsed = () => t.tokens.list()[0]?.lastUsedAt?.getTime();
+    // A write's answer comes once its group commit is done, and so is every write queued before it.
+    const writesSettled = async () => expect((await t.call("DELETE", "/plants/404", { token })).status).toBe(404);
     expect(lastUsed()).toBeUndefined();
 
-    await t.call("GET", "/plants", { token });
+    expect((await t.call("GET", "/plants", { token })).status).toBe(200);
+    await writesSettled();
     expect(lastUsed()).toBe(now);
     const firstUse = now;
     now += 30_000;
     await t.call("GET", "/plants", { token });
+    await writesSettled();
     expect(lastUsed()).toBe(firstUse);
     now += 30_000;
     await t.call("GET", "/plants", { token });
+    await writesSettled();
     expect(lastUsed()).toBe(now);
   });
 

@@ -27,29 +27,50 @@ function unauthorized(tokenGiven: boolean): HttpError {
       });
 }
 
-export function authenticateRequest(tokens: TokenStore, limiter: RateLimiter, request: Request): AuthenticatedUser {
+export interface AuthLimits {
+  /** Requests per token. */
+  perToken: RateLimiter;
+  /** Failed authentications per client address. */
+  failuresPerClient: RateLimiter;
+}
+
+function tooMany(retryAfter: number, message: string): HttpError {
+  return new HttpError(429, `${message}; retry in ${retryAfter} s.`, { "retry-after": String(retryAfter) });
+}
+
+/**
+ * The user behind the request's bearer token, decided from the headers alone. A client
+ * address whose failures used up their budget is refused before its token is even looked at,
+ * so guessing tokens is slowed down whatever it guesses.
+ */
+export function authenticateRequest(
+  tokens: TokenStore,
+  limits: AuthLimits,
+  request: Request,
+  client = "unknown",
+): AuthenticatedUser {
+  const blockedFor = limits.failuresPerClient.spent(client);
+  if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
   const token = bearerToken(request.headers.get("authorization"));
-  if (token === undefined) throw unauthorized(false);
-  const user = tokens.authenticate(token);
-  if (!user) throw unauthorized(true);
-  const retryAfter = limiter.take(user.tokenId);
-  if (retryAfter !== undefined) {
-    throw new HttpError(429, `Too many requests with this token; retry in ${retryAfter} s.`, {
-      "retry-after": String(retryAfter),
-    });
+  const user = token === undefined ? undefined : tokens.authenticate(token);
+  if (!user) {
+    limits.failuresPerClient.take(client);
+    throw unauthorized(token !== undefined);
   }
+  const retryAfter = limits.perToken.take(user.tokenId);
+  if (retryAfter !== undefined) throw tooMany(retryAfter, "Too many requests with this token");
   return user;
 }
 
 /**
  * Every route of the plugin that uses this gets a typed `user`. A `derive` (not a `resolve`
- * macro) because it runs before body validation: a caller without a valid token gets 401,
- * never feedback on the body it sent.
+ * macro) because it runs before the body is read (see jsonBody): a caller without a valid
+ * token gets 401 at once, without its body being read, and never feedback on it.
  */
-export function bearerAuth(tokens: TokenStore, limiter: RateLimiter, notes: RequestNotes) {
+export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
   return new Elysia().derive({ as: "scoped" }, ({ request }) => {
-    const user = authenticateRequest(tokens, limiter, request);
     const note = notes.get(request);
+    const user = authenticateRequest(tokens, limits, request, note?.client);
     // The access log names the user; the note exists only when the request is observed.
     if (note) note.userId = user.id;
     return { user };

@@ -1,6 +1,7 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
 import { boundText } from "../db/bound";
 import type { AppDatabase } from "../db/client";
+import type { GroupCommit } from "../db/group-commit";
 import { tokens, users } from "../db/schema";
 
 /** A recognisable prefix lets secret scanners find leaked tokens. */
@@ -38,7 +39,12 @@ export function isValidUserName(name: string): boolean {
   return USER_NAME.test(name);
 }
 
-export function createTokenStore(db: AppDatabase, clock: Clock = Date.now) {
+/**
+ * Tokens and their users. With `writes` (the server's group commit), recording a token's last
+ * use is bookkeeping done beside the request, never a write the request waits for or fails on:
+ * a read must not fail because the disk is full or another process holds the write lock.
+ */
+export function createTokenStore(db: AppDatabase, clock: Clock = Date.now, writes?: GroupCommit) {
   // Every request runs this: Drizzle writes the SQL, the driver runs it and returns a raw row.
   const findActiveByHash = db.$client.prepare<unknown, [string]>(
     db
@@ -47,6 +53,28 @@ export function createTokenStore(db: AppDatabase, clock: Clock = Date.now) {
       .where(and(eq(tokens.hash, boundText("hash")), isNull(tokens.revokedAt)))
       .toSQL().sql,
   );
+
+  const touch = (tokenId: number, now: number) =>
+    db
+      .update(tokens)
+      .set({ lastUsedAt: new Date(now) })
+      .where(eq(tokens.id, tokenId))
+      .run();
+  /** Tokens whose last use is being recorded: one write each, however many requests come meanwhile. */
+  const recording = new Set<number>();
+
+  function recordUse(tokenId: number, now: number) {
+    if (!writes) {
+      touch(tokenId, now);
+      return;
+    }
+    if (recording.has(tokenId)) return;
+    recording.add(tokenId);
+    writes
+      .run(() => touch(tokenId, now), { bookkeeping: true })
+      .catch(() => {})
+      .finally(() => recording.delete(tokenId));
+  }
 
   function issue(userName: string): IssuedToken {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
@@ -77,12 +105,7 @@ export function createTokenStore(db: AppDatabase, clock: Clock = Date.now) {
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt] = row;
       const now = clock();
-      if (lastUsedAt === null || now - lastUsedAt >= LAST_USED_GRANULARITY_MS) {
-        db.update(tokens)
-          .set({ lastUsedAt: new Date(now) })
-          .where(eq(tokens.id, tokenId))
-          .run();
-      }
+      if (lastUsedAt === null || now - lastUsedAt >= LAST_USED_GRANULARITY_MS) recordUse(tokenId, now);
       return { id: userId, tokenId };
     },
 

@@ -1,28 +1,68 @@
 import type { Database } from "bun:sqlite";
+import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "./store-errors";
 
-/** The longest a write waits for others to share its commit. */
-const MAX_WAIT_MS = 1;
+export interface GroupCommitOptions {
+  /** The longest a write waits for others to share its commit. */
+  maxWaitMs?: number;
+  /** Writes waiting for their commit at once; past it a write is refused at once (MAX_IN_FLIGHT). */
+  maxQueued?: number;
+  /** How long a write waits for a write lock held by another connection (WRITE_LOCK_TIMEOUT_MS). */
+  lockTimeoutMs?: number;
+  /** Told when writes start failing for a reason of the store's (disk full, I/O) and when they recover. */
+  onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
+}
 
 interface PendingWrite {
   write: () => unknown;
+  /** Bookkeeping (a token's last use, a probe) rides along without taking a client's place. */
+  counted: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  queuedAt: number;
 }
 
+/** Lock retries back off from 1 ms to this, so a long-held lock costs a few polls a second. */
+const MAX_LOCK_POLL_MS = 50;
+/** Store problems that make writes fail until something changes outside the process. */
+const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]);
+/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
+const PROBE_EVERY_MS = 1_000;
+
 /**
- * Group commit. With synchronous=FULL every commit waits for an fsync, which blocks the event
- * loop; writes that arrive together share one transaction and one fsync, and each caller
- * still gets its own result, only once the commit is durable.
+ * Group commit. With synchronous=FULL every commit waits for an fsync; writes that arrive
+ * together share one transaction and one fsync, and each caller still gets its own result,
+ * only once the commit is durable.
  *
  * Each write is a single statement, so a write that fails is undone by SQLite on its own and
  * the others go on. An error that ends the whole transaction (disk full, I/O) fails every
- * write of the batch that has not been committed: nothing is acknowledged that was not
- * committed.
+ * write of the batch: nothing is acknowledged that was not committed.
+ *
+ * The event loop never waits for a lock: the connection's busy timeout is set to 0, and when
+ * another connection (the CLI, a backup tool, a sqlite3 shell) holds the write lock, the batch
+ * is retried on a timer with backoff while reads go on. A write that has waited
+ * `lockTimeoutMs` is refused with a "busy" StoreUnavailable.
  */
-export function createGroupCommit(sqlite: Database, maxWaitMs = MAX_WAIT_MS) {
+export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
+  const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
+  sqlite.run("PRAGMA busy_timeout = 0");
   let queue: PendingWrite[] = [];
+  /** Client writes in `queue`: what the cap counts. */
+  let queuedCount = 0;
+  let scheduled = false;
   let sizeAtLastLook = 0;
   let firstQueuedAt = 0;
+  let lockPolls = 0;
+  let problem: StoreFailureKind | undefined;
+  let probedAt = Number.NEGATIVE_INFINITY;
+  // Rewrites page 1 with the value it holds: a real write that changes nothing.
+  const userVersion = sqlite.prepare<{ user_version: number }, []>("PRAGMA user_version");
+  const rewriteHeader = () => sqlite.run(`PRAGMA user_version = ${userVersion.get()?.user_version ?? 0}`);
+
+  function setProblem(next: StoreFailureKind | undefined, error?: unknown) {
+    if (next === problem) return;
+    problem = next;
+    onHealthChange?.(next, error);
+  }
 
   /**
    * Commits once the batch stops growing: while each turn of the event loop brings more
@@ -38,27 +78,52 @@ export function createGroupCommit(sqlite: Database, maxWaitMs = MAX_WAIT_MS) {
     flush();
   }
 
+  /** Refuses the writes that have waited too long for the lock; polls again for the rest. */
+  function waitForLock(busy: unknown) {
+    const now = performance.now();
+    const waiting: PendingWrite[] = [];
+    for (const pending of queue) {
+      if (now - pending.queuedAt >= lockTimeoutMs) pending.reject(new StoreUnavailable("busy", { cause: busy }));
+      else waiting.push(pending);
+    }
+    queue = waiting;
+    queuedCount = waiting.filter((pending) => pending.counted).length;
+    if (queue.length === 0) {
+      scheduled = false;
+      lockPolls = 0;
+      return;
+    }
+    setTimeout(flush, Math.min(2 ** lockPolls++, MAX_LOCK_POLL_MS));
+  }
+
   function flush() {
-    const batch = queue;
-    queue = [];
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     try {
       sqlite.run("BEGIN IMMEDIATE");
+    } catch (error) {
+      if (storeFailureKind(error) === "busy") return waitForLock(error);
+      return failBatch(error);
+    }
+    lockPolls = 0;
+    const batch = take();
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    try {
       for (const pending of batch) {
         try {
           outcomes.push({ ok: true, value: pending.write() });
         } catch (error) {
-          outcomes.push({ ok: false, error });
+          outcomes.push({ ok: false, error: asStoreFailure(error) });
         }
         // Once the transaction is gone, later writes would autocommit one by one: stop here.
-        if (!sqlite.inTransaction) throw new Error("the group transaction ended early; no write of it was committed");
+        if (!sqlite.inTransaction) throw lostTransaction(outcomes);
       }
       sqlite.run("COMMIT");
     } catch (error) {
       if (sqlite.inTransaction) sqlite.run("ROLLBACK");
-      for (const pending of batch) pending.reject(error);
+      const failure = asStoreFailure(error);
+      for (const pending of batch) pending.reject(failure);
       return;
     }
+    setProblem(undefined);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i];
       if (outcome?.ok) pending.resolve(outcome.value);
@@ -66,19 +131,72 @@ export function createGroupCommit(sqlite: Database, maxWaitMs = MAX_WAIT_MS) {
     });
   }
 
+  /** Everything queued, as the next batch; later writes start a new queue. */
+  function take(): PendingWrite[] {
+    const batch = queue;
+    queue = [];
+    queuedCount = 0;
+    scheduled = false;
+    return batch;
+  }
+
+  /** The transaction could not even begin: every write waiting fails. */
+  function failBatch(error: unknown) {
+    const batch = take();
+    const failure = asStoreFailure(error);
+    for (const pending of batch) pending.reject(failure);
+  }
+
+  /** A failure of the store rather than of one write: it tells readiness, and the client its kind. */
+  function asStoreFailure(error: unknown): unknown {
+    const kind = storeFailureKind(error);
+    if (kind === undefined) return error;
+    if (LASTING.has(kind)) setProblem(kind, error);
+    return error instanceof StoreUnavailable ? error : new StoreUnavailable(kind, { cause: error });
+  }
+
+  function run<T>(write: () => T, { bookkeeping = false } = {}): Promise<T> {
+    if (!bookkeeping && queuedCount >= maxQueued) return Promise.reject(new StoreUnavailable("capacity"));
+    if (!bookkeeping) queuedCount++;
+    return new Promise<T>((resolve, reject) => {
+      const queuedAt = performance.now();
+      if (!scheduled) {
+        scheduled = true;
+        firstQueuedAt = queuedAt;
+        sizeAtLastLook = 0;
+        setImmediate(commitWhenSettled);
+      }
+      queue.push({ write, counted: !bookkeeping, resolve: resolve as (value: unknown) => void, reject, queuedAt });
+    });
+  }
+
   return {
-    /** Runs `write` in the next group transaction; resolves once that transaction is committed. */
-    run<T>(write: () => T): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        if (queue.length === 0) {
-          firstQueuedAt = performance.now();
-          sizeAtLastLook = 0;
-          setImmediate(commitWhenSettled);
-        }
-        queue.push({ write, resolve: resolve as (value: unknown) => void, reject });
-      });
+    /**
+     * Runs `write` in the next group transaction; resolves once that transaction is committed.
+     * `bookkeeping` writes are not counted against `maxQueued`.
+     */
+    run,
+
+    /**
+     * Why writes are failing now (the last commit failed for lack of space, I/O or damage), if
+     * they are. While it is space or I/O, a write that changes nothing is tried now and then,
+     * so the answer turns healthy once the disk does, without waiting for a client's write.
+     */
+    problem(): StoreFailureKind | undefined {
+      const now = performance.now();
+      if ((problem === "full" || problem === "io") && now - probedAt >= PROBE_EVERY_MS) {
+        probedAt = now;
+        run(rewriteHeader, { bookkeeping: true }).catch(() => {});
+      }
+      return problem;
     },
   };
+}
+
+/** The write that ended the transaction says why, when it did; else a generic error. */
+function lostTransaction(outcomes: Array<{ ok: boolean; error?: unknown }>): unknown {
+  const last = outcomes[outcomes.length - 1];
+  return last && !last.ok ? last.error : new Error("the group transaction ended early; no write of it was committed");
 }
 
 export type GroupCommit = ReturnType<typeof createGroupCommit>;

@@ -1,5 +1,6 @@
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, type ValidationError } from "elysia";
+import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../db/store-errors";
 import { describeRule } from "./types";
 
 /** A failure the client can act on; its message is safe to show. */
@@ -52,6 +53,8 @@ export function faultDetail(error: unknown): unknown {
   if (error instanceof DrizzleQueryError) {
     return { name: "DrizzleQueryError", query: error.query, cause: causeOf(error) };
   }
+  if (error instanceof StoreUnavailable)
+    return { name: "StoreUnavailable", kind: error.kind, cause: faultDetail(error.cause) };
   return error;
 }
 
@@ -63,6 +66,32 @@ export function faultSummary(error: unknown): string {
         error.message)
       : String(error);
   return text.replace(/\s+/g, " ").trim();
+}
+
+/** What a client is told when the store, not its request, is the problem; nothing was changed. */
+const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string; retryAfter?: string }> = {
+  capacity: { status: 503, message: "The service is at capacity; retry in a moment.", retryAfter: "1" },
+  busy: {
+    status: 503,
+    message: "The store is busy: another process holds its write lock. Nothing was changed; retry in a moment.",
+    retryAfter: "1",
+  },
+  full: {
+    status: 507,
+    message: "The store is out of disk space. Nothing was saved; retry once space has been freed.",
+  },
+  io: {
+    status: 503,
+    message: "The store cannot read or write its disk. Nothing was saved; retry in a moment.",
+    retryAfter: "5",
+  },
+  corrupt: { status: 503, message: "The store's database is damaged; its operator has to restore it." },
+};
+
+/** The Error body for a store failure of this kind. */
+export function storeFailureResponse(kind: StoreFailureKind): Response {
+  const { status, message, retryAfter } = STORE_FAILURES[kind];
+  return errorResponse(status, message, retryAfter ? { "retry-after": retryAfter } : {});
 }
 
 export interface ErrorHandlerOptions {
@@ -92,6 +121,12 @@ export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
       case "INVALID_COOKIE_SIGNATURE":
       case "INVALID_FILE_TYPE":
         return errorResponse(400, STATUS_MESSAGES[400] as string);
+    }
+    const storeFailure = storeFailureKind(error);
+    if (storeFailure !== undefined) {
+      // Space and busy are states an operator sees in readiness; damage and I/O are faults.
+      if (storeFailure === "io" || storeFailure === "corrupt") log("store failure", faultDetail(error), request);
+      return storeFailureResponse(storeFailure);
     }
     const status =
       typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;

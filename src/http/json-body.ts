@@ -36,11 +36,26 @@ export function parseJsonKeepingIds(text: string): unknown {
 export const tooLarge = (limitBytes: number) =>
   new HttpError(413, `The request body must be at most ${limitBytes} bytes.`);
 
-/**
- * The body's bytes, refusing more than the limit. A declared length was already checked
- * (declaredBodyTooLarge), so only a chunked body is read piece by piece and cut short.
- */
-async function readBody(request: Request, limitBytes: number): Promise<Uint8Array> {
+/** The rest of the body may still be on its way: the connection cannot be reused. */
+const bodyTimedOut = (timeoutMs: number) =>
+  new HttpError(408, `body: did not arrive within ${timeoutMs / 1000} s; send the whole body promptly.`, {
+    connection: "close",
+  });
+
+export interface BodyLimits {
+  limitBytes: number;
+  /** The whole body must have arrived this long after the request was handed over. */
+  timeoutMs: number;
+}
+
+/** Whether the request declares a length over the limit: refused before any of it is read. */
+function declaredTooLarge(request: Request, limitBytes: number): boolean {
+  const length = request.headers.get("content-length");
+  return length !== null && /^[0-9]+$/.test(length) && Number(length) > limitBytes;
+}
+
+/** The body's bytes, refusing more than the limit; a chunked body is cut short as it grows. */
+async function collect(request: Request, limitBytes: number): Promise<Uint8Array> {
   if (request.headers.has("content-length") || request.body === null) {
     const bytes = new Uint8Array(await request.arrayBuffer());
     if (bytes.byteLength > limitBytes) throw tooLarge(limitBytes);
@@ -56,9 +71,31 @@ async function readBody(request: Request, limitBytes: number): Promise<Uint8Arra
   return Buffer.concat(chunks, size);
 }
 
+/**
+ * Reads the body within the deadline: a client that stops sending gets a 408 instead of
+ * holding its request (and a slot of the server's work) open until the idle timeout.
+ */
+async function readBody(request: Request, { limitBytes, timeoutMs }: BodyLimits): Promise<Uint8Array> {
+  if (declaredTooLarge(request, limitBytes)) throw tooLarge(limitBytes);
+  if (request.body === null) return new Uint8Array(0);
+  let timer: Timer | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(bodyTimedOut(timeoutMs)), timeoutMs);
+  });
+  try {
+    return await Promise.race([collect(request, limitBytes), deadline]);
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    // The client went away mid-body: it will not see this answer, but it is its failure, not ours.
+    throw new HttpError(400, "body: the connection ended before the whole body arrived");
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Reads a JSON request body for a route that requires one. */
-export async function parseJsonBody(request: Request, limitBytes: number): Promise<unknown> {
-  const bytes = await readBody(request, limitBytes);
+export async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
+  const bytes = await readBody(request, limits);
   if (bytes.byteLength === 0) throw new HttpError(400, "body: a JSON object is required");
   const mediaType = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
   if (!JSON_MEDIA_TYPE.test(mediaType)) {
@@ -77,42 +114,27 @@ export async function parseJsonBody(request: Request, limitBytes: number): Promi
   }
 }
 
-/** A body that could not be read; it is raised after authentication so a 401 comes first. */
-export class RejectedBody {
-  constructor(readonly error: HttpError) {}
-}
+/** Stands in for the body until authentication has passed: nothing has been read yet. */
+const UNREAD = Symbol("unread body");
 
 /**
- * Route hooks for a JSON object body: Elysia's `parse` runs before authentication, so a
- * failure is held as a RejectedBody and thrown by `transform`, which runs after it. The
- * object check is made here too because Elysia's validation sees a normalised value, in
- * which an array or a number already looks like an object. The trailing "json" never runs
- * (the reader always answers); it tells the OpenAPI generator the media type.
+ * Route hooks for a JSON object body, read only once the caller is authenticated. Elysia's
+ * `parse` runs before the auth plugin's `derive`, so it reads nothing: a caller without a
+ * valid token gets its 401 from the headers alone, however slowly its body arrives. The body is
+ * read in `transform`, which runs after authentication and before validation. The object check
+ * is made here because Elysia's validation sees a normalised value, in which an array or a
+ * number already looks like an object. The trailing "json" never runs (the parse hook always
+ * answers); it tells the OpenAPI generator the media type.
  */
-export function jsonBody(limitBytes: number) {
+export function jsonBody(limits: BodyLimits) {
   return {
-    parse: [
-      async ({ request }: { request: Request }) => {
-        try {
-          return await parseJsonBody(request, limitBytes);
-        } catch (error) {
-          if (error instanceof HttpError) return new RejectedBody(error);
-          throw error;
-        }
-      },
-      "json" as const,
-    ],
-    transform: ({ body }: { body: unknown }) => {
-      if (body instanceof RejectedBody) throw body.error;
+    parse: [() => UNREAD, "json" as const],
+    transform: async (context: { body: unknown; request: Request }) => {
+      const body = await parseJsonBody(context.request, limits);
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
         throw new HttpError(400, "body: must be a JSON object");
       }
+      context.body = body;
     },
   };
-}
-
-/** Answers a declared over-size body before any of it is read. */
-export function declaredBodyTooLarge(request: Request, limitBytes: number): boolean {
-  const length = request.headers.get("content-length");
-  return length !== null && /^[0-9]+$/.test(length) && Number(length) > limitBytes;
 }

@@ -15,12 +15,14 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "The request is invalid; the message names the field and the rule",
   401: "No valid bearer token (see WWW-Authenticate)",
   404: "Not among your plants",
+  408: "The body did not arrive in time; the connection is closed",
   409: "You already have a plant with this id",
   413: "The body is over the size limit",
   415: "The body is not application/json",
-  429: "Too many requests; retry after the Retry-After delay",
+  429: "Too many requests, or too many failed authentications from your address; retry after Retry-After",
   500: "Unexpected server fault; the detail is in the server log",
-  503: "The service is overloaded or shutting down",
+  503: "The service is at capacity, its store is busy or failing, or it is shutting down; retry after Retry-After",
+  507: "The store is out of disk space; nothing was saved",
 };
 
 const json = (schema: object) => ({ "application/json": { schema } });

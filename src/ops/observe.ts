@@ -5,6 +5,7 @@ import type { Metrics } from "./metrics";
 import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
 
 type Handler = (request: Request) => Response | Promise<Response>;
+type ObservedHandler = (request: Request, client?: string) => Response | Promise<Response>;
 
 export interface ObserveDeps {
   access: (line: AccessLine) => void;
@@ -26,7 +27,7 @@ function pathOf(url: string): string {
  * Gives every request an id (echoed as X-Request-Id), then writes its one access-log line and
  * counts it in the metrics. The line holds the route pattern, never the URL, headers or body.
  */
-export function observed(handle: Handler, { access, notes, metrics, routes }: ObserveDeps): Handler {
+export function observed(handle: Handler, { access, notes, metrics, routes }: ObserveDeps): ObservedHandler {
   function finish(request: Request, note: RequestNote, started: number, response: Response): Response {
     const elapsed = performance.now() - started;
     response.headers.set("x-request-id", note.id);
@@ -47,9 +48,9 @@ export function observed(handle: Handler, { access, notes, metrics, routes }: Ob
     });
   }
 
-  return (request) => {
+  return (request, client) => {
     const started = performance.now();
-    const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined };
+    const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined, client };
     notes.set(request, note);
     metrics.requestStarted();
     let result: Response | Promise<Response>;

@@ -2,6 +2,8 @@
 export interface RequestNote {
   readonly id: string;
   userId: number | undefined;
+  /** The peer's address as the socket gives it (failed authentication is limited per address). */
+  readonly client: string | undefined;
 }
 
 /** Notes by request: the access log reads them once the response is made. */

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import type { StoreFailureKind } from "../db/store-errors";
 import { errorResponse, faultDetail } from "../http/errors";
 import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
@@ -11,6 +12,8 @@ export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
   /** Runs a trivial query; throws when the database does not answer. */
   pingDatabase(): void;
+  /** Why writes are failing now (out of space, I/O, damage), if they are. */
+  storeProblem(): StoreFailureKind | undefined;
   metrics: Metrics;
   metricsEnabled: boolean;
   metricsToken: string | undefined;
@@ -32,7 +35,23 @@ function tokenMatches(header: string | null, expected: Uint8Array): boolean {
  * Health, readiness and metrics: unauthenticated (metrics unless a token is configured),
  * outside the rate limit, and left out of the API's OpenAPI document.
  */
-export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, metricsToken, log }: OpsRoutesDeps) {
+const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
+  capacity: "The service is at capacity.",
+  busy: "The store is busy.",
+  full: "Writes are failing: the store is out of disk space.",
+  io: "Writes are failing: the store cannot write to its disk.",
+  corrupt: "The store's database is damaged.",
+};
+
+export function opsRoutes({
+  lifecycle,
+  pingDatabase,
+  storeProblem,
+  metrics,
+  metricsEnabled,
+  metricsToken,
+  log,
+}: OpsRoutesDeps) {
   const app = new Elysia({ name: "ops" })
     .get(
       "/healthz",
@@ -54,6 +73,8 @@ export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, me
           log("readiness check: the database does not answer", faultDetail(error), request);
           return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });
         }
+        const problem = storeProblem();
+        if (problem) return errorResponse(503, STORE_PROBLEMS[problem], { ...NO_STORE, "retry-after": "5" });
         set.headers["cache-control"] = "no-store";
         return { status: "ready" };
       },

@@ -1,10 +1,9 @@
 import { Elysia } from "elysia";
-import { bearerAuth } from "../auth/plugin";
+import { type AuthLimits, bearerAuth } from "../auth/plugin";
 import type { TokenStore } from "../auth/tokens";
 import { HttpError } from "../http/errors";
-import { jsonBody } from "../http/json-body";
+import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
-import type { RateLimiter } from "../http/rate-limit";
 import type { RequestNotes } from "../ops/request-id";
 import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
@@ -12,8 +11,8 @@ import type { PlantQueries } from "./queries";
 export interface PlantRoutesDeps {
   plants: PlantQueries;
   tokens: TokenStore;
-  limiter: RateLimiter;
-  bodyLimitBytes: number;
+  limits: AuthLimits;
+  body: BodyLimits;
   notes: RequestNotes;
 }
 
@@ -22,9 +21,9 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes }: PlantRoutesDeps) {
   return new Elysia({ prefix: "/plants" })
-    .use(bearerAuth(tokens, limiter, notes))
+    .use(bearerAuth(tokens, limits, notes))
     .model({ ...plantModels, ...errorModels })
     .post(
       "",
@@ -35,7 +34,7 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: 
         return plant;
       },
       {
-        ...jsonBody(bodyLimitBytes),
+        ...jsonBody(bodyLimits),
         body: "NewPlant",
         detail: {
           summary: "Create a plant",
@@ -43,7 +42,7 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: 
           tags: ["plants"],
           responses: {
             200: modelResponse("The plant as stored", "Plant"),
-            ...errorResponses(400, 401, 409, 413, 415, 429, 500, 503),
+            ...errorResponses(400, 401, 408, 409, 413, 415, 429, 500, 503, 507),
           },
         },
       },
@@ -83,7 +82,7 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: 
           summary: "Delete one of your plants",
           operationId: "deletePlant",
           tags: ["plants"],
-          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 429, 500, 503) },
+          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 429, 500, 503, 507) },
         },
       },
     );

@@ -1,0 +1,33 @@
+/**
+ * Elysia routes on the URL Bun builds from the request line and the Host header, and finds
+ * the path by searching for "/" from index 11. Bun hands over a bare path ("/x/plants") when
+ * the Host header is missing, empty or not a valid host, and a host of 1 to 3 characters
+ * ("http://x/plants") puts the path's own slash before index 11: either way Elysia would route
+ * on the wrong part of the URL. Routing must depend on the path alone, so such requests are
+ * re-addressed to a fixed host; nothing in the app reads the Host header.
+ */
+
+/** A host (name, IPv4 or bracketed IPv6, optional port) long enough for Elysia's search. */
+const ROUTABLE_ORIGIN = /^https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?\//;
+const MIN_PATH_START = 11;
+
+export type Addressed = { request: Request } | { refused: string };
+
+/** The request as the app can route it, or why it cannot be addressed at all. */
+export function addressable(request: Request): Addressed {
+  const url = request.url;
+  if (url.charCodeAt(0) === 47 /* "/" */) return { request: readdressed(request, url) };
+  const match = ROUTABLE_ORIGIN.exec(url);
+  if (!match) {
+    // An absolute URL with a host Bun accepted but no URL parser would ("http://[::1/a").
+    const path = /^[a-z]+:\/\/[^/]*(\/.*)$/i.exec(url)?.[1];
+    if (path === undefined) return { refused: "The request target must be a path such as /plants." };
+    return { request: readdressed(request, path) };
+  }
+  const pathStart = match[0].length - 1;
+  return { request: pathStart >= MIN_PATH_START ? request : readdressed(request, url.slice(pathStart)) };
+}
+
+function readdressed(request: Request, path: string): Request {
+  return new Request(`http://localhost${path}`, request);
+}
