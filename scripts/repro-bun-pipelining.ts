@@ -183,7 +183,7 @@ let failures = 0;
 console.log(`Bun ${Bun.version} (${Bun.revision.slice(0, 10)}) ${process.platform} ${process.arch}`);
 for (const [name, fetch, chunks, gapMs] of variants) {
   const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch });
-  const { raw, closedByServer } = await exchange(server.port, chunks, gapMs);
+  const { raw, closedByServer } = await exchange(server.port as number, chunks, gapMs);
   await server.stop(true);
   const pass = bodies(raw).join() === "/first,/second";
   if (!pass) failures++;

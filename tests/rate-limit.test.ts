@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { makeTestApp } from "./helpers";
+import { BASE, expectError, makeTestApp, type TestApp } from "./helpers";
 
 describe("per-token rate limiting", () => {
   test("past the limit a token gets 429 with Retry-After and the Error body; it refills over time", async () => {
@@ -36,5 +36,44 @@ describe("per-token rate limiting", () => {
     const t = makeTestApp({ rateLimitPerMinute: 0, now: () => 0 });
     const token = t.tokenFor("alice");
     for (let i = 0; i < 200; i++) expect((await t.call("GET", "/plants?limit=1", { token })).status).toBe(200);
+  });
+});
+
+describe("failed authentications per client address", () => {
+  /** A request from `client`, as the server would hand it over with the peer's address. */
+  function from(t: TestApp, client: string, token?: string) {
+    const request = new Request(`${BASE}/plants`, {
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    });
+    t.ops.notes.set(request, { id: "test", userId: undefined, client });
+    return t.app.handle(request);
+  }
+
+  test("past the budget an address gets 429 with Retry-After before its token is even looked at", async () => {
+    let now = 5_000_000;
+    const t = makeTestApp({ authFailuresPerMinute: 3, now: () => now });
+    const valid = t.tokenFor("alice");
+    // A valid token does not spend the budget.
+    for (let i = 0; i < 5; i++) expect((await from(t, "192.0.2.1", valid)).status).toBe(200);
+    expect((await from(t, "192.0.2.1")).status).toBe(401);
+    expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(401);
+    expect((await from(t, "192.0.2.1", "pst_wrong-again")).status).toBe(401);
+
+    for (const token of ["pst_wrong", valid, undefined]) {
+      const limited = await from(t, "192.0.2.1", token);
+      expect(limited.headers.get("retry-after")).toBe("20");
+      expect(await expectError(limited, 429)).toBe("Too many failed authentications from your address; retry in 20 s.");
+    }
+    // Other addresses are not affected.
+    expect((await from(t, "198.51.100.7", valid)).status).toBe(200);
+    expect((await from(t, "198.51.100.7", "pst_wrong")).status).toBe(401);
+
+    now += 20_000;
+    expect((await from(t, "192.0.2.1", valid)).status).toBe(200);
+  });
+
+  test("0 turns it off", async () => {
+    const t = makeTestApp({ authFailuresPerMinute: 0, now: () => 0 });
+    for (let i = 0; i < 300; i++) expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(401);
   });
 });
