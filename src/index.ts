@@ -2,6 +2,7 @@ import { createApp, createOps } from "./app";
 import { createTokenStore } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { closeDatabase, openDatabase } from "./db/client";
+import { ForeignDatabaseError } from "./db/ownership";
 import { faultSummary } from "./http/errors";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { serve } from "./server";
@@ -25,6 +26,7 @@ let database: ReturnType<typeof openDatabase>;
 try {
   database = openDatabase({ path: config.databasePath, synchronous: config.synchronous });
 } catch (error) {
+  if (error instanceof ForeignDatabaseError) fail(error.message);
   fail(`cannot open the database at ${config.databasePath}: ${faultSummary(error)}`);
 }
 const { sqlite, db } = database;

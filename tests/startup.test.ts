@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runToExit, scratchDir } from "./process";
 
@@ -54,12 +54,29 @@ describe("start-up refuses a database it cannot trust", () => {
     }
   });
 
-  test("a migration that fails, leaving the database as it was", async () => {
+  test("a foreign database: one line naming what it holds, and the file left byte for byte", async () => {
     const path = join(scratch.dir, "plants.sqlite");
     const foreign = new Database(path);
-    foreign.run("CREATE TABLE plants (something_else TEXT)");
-    foreign.run("INSERT INTO plants VALUES ('keep me')");
+    foreign.run("CREATE TABLE x (y TEXT)");
+    foreign.run("INSERT INTO x VALUES ('keep me')");
     foreign.close();
+    const before = readFileSync(path);
+
+    expect(await startExpectingFailure(path)).toBe(
+      `plant-store: the database at ${path} is not a Plant Store database: it holds table "x" and no migrations table; point DATABASE_URL at a new file or at a Plant Store database`,
+    );
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(readdirSync(scratch.dir)).toEqual(["plants.sqlite"]);
+  });
+
+  test("a migration that fails, leaving the database as it was", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    // Ours by its (empty) migrations table, but a plants table of another shape is in the way.
+    const clashing = new Database(path);
+    clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+    clashing.run("CREATE TABLE plants (something_else TEXT)");
+    clashing.run("INSERT INTO plants VALUES ('keep me')");
+    clashing.close();
     expect(await startExpectingFailure(path)).toBe(
       `plant-store: cannot open the database at ${path}: SQLiteError: table \`plants\` already exists`,
     );
@@ -68,4 +85,28 @@ describe("start-up refuses a database it cannot trust", () => {
     expect(after.query("SELECT name FROM sqlite_master WHERE name = 'users'").all()).toEqual([]);
     after.close();
   });
+});
+
+describe("the CLI refuses a foreign database too", () => {
+  for (const args of [["migrate"], ["token", "create", "--user", "alice"]]) {
+    test(`bun run cli ${args.join(" ")}: one line, exit 1, the file left byte for byte`, async () => {
+      const path = join(scratch.dir, "plants.sqlite");
+      const foreign = new Database(path);
+      foreign.run("CREATE TABLE x (y TEXT)");
+      foreign.close();
+      const before = readFileSync(path);
+
+      // --silent keeps bun's own "$ command" and "exited with code" lines out of stderr.
+      const { stdout, stderr, code } = await runToExit(["bun", "run", "--silent", "cli", ...args], {
+        env: { DATABASE_URL: path },
+      });
+      expect(code).toBe(1);
+      expect(stdout).toBe("");
+      expect(stderr.trim().split("\n")).toEqual([
+        `plant-store: the database at ${path} is not a Plant Store database: it holds table "x" and no migrations table; point DATABASE_URL at a new file or at a Plant Store database`,
+      ]);
+      expect(readFileSync(path).equals(before)).toBe(true);
+      expect(readdirSync(scratch.dir)).toEqual(["plants.sqlite"]);
+    });
+  }
 });
