@@ -1,0 +1,59 @@
+import { SQLiteError } from "bun:sqlite";
+
+/**
+ * SQLite's primary result codes that say the file itself is damaged (sqlite.org/rescode.html);
+ * an extended code (SQLITE_CORRUPT_INDEX is 779) keeps its primary code in the low byte.
+ */
+const SQLITE_CORRUPT = 11;
+const SQLITE_NOTADB = 26;
+
+/** Drizzle may wrap the driver's error in its own (DrizzleQueryError); a few levels of `cause` are enough. */
+const MAX_CAUSES = 4;
+
+/** What a request that reads the damage gets, with status 503. */
+export const DAMAGED_REQUEST_MESSAGE =
+  "The store's database is damaged; this request cannot be served until it is restored.";
+/** What /readyz says, with status 503, once damage has been seen. */
+export const DAMAGED_READINESS_MESSAGE = "The database is damaged.";
+/** The fault line for the operator. */
+export const DAMAGED_LOG_MESSAGE =
+  "the database is damaged: readiness stays 503 until a restart; bun run cli check lists the damage, a backup restores it";
+
+/** True when `error`, or what it wraps, is SQLite saying the database file is damaged. */
+export function isDatabaseDamage(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; current instanceof Error && depth <= MAX_CAUSES; depth++) {
+    if (current instanceof SQLiteError) {
+      const primary = current.errno & 0xff;
+      return primary === SQLITE_CORRUPT || primary === SQLITE_NOTADB;
+    }
+    current = current.cause;
+  }
+  return false;
+}
+
+/**
+ * Start-up reads only the header and the schema (a full check reads every page; see the
+ * README's Start-up checks), so damage deeper in the file shows up when a query reads it.
+ * From then on the service says it is not ready: a load balancer stops sending it traffic.
+ */
+export interface StoreHealth {
+  /** Whether damage has been seen; only a restart clears it. */
+  readonly damaged: boolean;
+  /** Records `error` when it is damage, and says whether it was. */
+  noteFault(error: unknown): boolean;
+}
+
+export function createStoreHealth(): StoreHealth {
+  let damaged = false;
+  return {
+    get damaged() {
+      return damaged;
+    },
+    noteFault(error) {
+      if (!isDatabaseDamage(error)) return false;
+      damaged = true;
+      return true;
+    },
+  };
+}
