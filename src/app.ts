@@ -3,6 +3,7 @@ import { type Clock, createTokenStore } from "./auth/tokens";
 import type { Config } from "./config";
 import type { AppDatabase } from "./db/client";
 import { createGroupCommit } from "./db/group-commit";
+import { createStoreHealth } from "./db/health";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse } from "./http/errors";
 import { declaredBodyTooLarge, tooLarge } from "./http/json-body";
@@ -69,6 +70,7 @@ const logToStderr: FaultLog = (message, detail) => console.error(message, detail
 export function createApp({ db, config, clock = Date.now, log = logToStderr, ops = createOps(db) }: AppDeps) {
   const { bodyLimitBytes } = config;
   const ping = db.$client.prepare("SELECT 1");
+  const health = createStoreHealth();
   const tokens = createTokenStore(db, clock);
   const plants = createPlantQueries(db, createGroupCommit(db.$client));
   const limiter = createRateLimiter(config.rateLimitPerMinute, clock);
@@ -76,7 +78,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
-    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
+    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log, health }))
     .onRequest(({ request }) => {
       const refusal = refuseEarly(request, bodyLimitBytes);
       if (refusal) return refusal;
@@ -86,6 +88,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
       opsRoutes({
         lifecycle: ops.lifecycle,
         pingDatabase: () => ping.get(),
+        health,
         metrics: ops.metrics,
         metricsEnabled: config.metricsEnabled,
         metricsToken: config.metricsToken,

@@ -1,5 +1,6 @@
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, type ValidationError } from "elysia";
+import { DAMAGED_LOG_MESSAGE, DAMAGED_REQUEST_MESSAGE, type StoreHealth } from "../db/health";
 import { describeRule } from "./types";
 
 /** A failure the client can act on; its message is safe to show. */
@@ -69,10 +70,12 @@ export interface ErrorHandlerOptions {
   /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
   allowedMethods(path: string): string[];
   log(message: string, detail: unknown, request?: Request): void;
+  /** Told of every unexpected fault: damage to the database turns readiness off. */
+  health: StoreHealth;
 }
 
 /** The one place where every failure becomes the Error body. */
-export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
+export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOptions) {
   return new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request }) => {
     // Elysia wraps whatever a parse hook throws in a ParseError.
     const cause = code === "PARSE" ? (error as Error).cause : error;
@@ -97,6 +100,10 @@ export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
       typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;
     if (status >= 400 && status < 500)
       return errorResponse(status, STATUS_MESSAGES[status] ?? "The request was refused.");
+    if (health.noteFault(error)) {
+      log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
+      return errorResponse(503, DAMAGED_REQUEST_MESSAGE);
+    }
     log("unhandled error", faultDetail(error), request);
     return errorResponse(500, STATUS_MESSAGES[500] as string);
   });

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../db/health";
 import { errorResponse, faultDetail } from "../http/errors";
 import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
@@ -11,6 +12,8 @@ export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
   /** Runs a trivial query; throws when the database does not answer. */
   pingDatabase(): void;
+  /** Damage seen by any query keeps the service unready until a restart. */
+  health: StoreHealth;
   metrics: Metrics;
   metricsEnabled: boolean;
   metricsToken: string | undefined;
@@ -32,7 +35,15 @@ function tokenMatches(header: string | null, expected: Uint8Array): boolean {
  * Health, readiness and metrics: unauthenticated (metrics unless a token is configured),
  * outside the rate limit, and left out of the API's OpenAPI document.
  */
-export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, metricsToken, log }: OpsRoutesDeps) {
+export function opsRoutes({
+  lifecycle,
+  pingDatabase,
+  health,
+  metrics,
+  metricsEnabled,
+  metricsToken,
+  log,
+}: OpsRoutesDeps) {
   const app = new Elysia({ name: "ops" })
     .get(
       "/healthz",
@@ -45,6 +56,7 @@ export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, me
     .get(
       "/readyz",
       ({ request, set }) => {
+        if (health.damaged) return errorResponse(503, DAMAGED_READINESS_MESSAGE, NO_STORE);
         if (lifecycle.state !== "ready") {
           return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
         }
