@@ -5,9 +5,15 @@ import { join } from "node:path";
 import { DrizzleQueryError } from "drizzle-orm";
 import { createTokenStore } from "../src/auth/tokens";
 import { closeDatabase, openDatabase } from "../src/db/client";
-import { createStoreHealth, isDatabaseDamage } from "../src/db/health";
+import {
+  createStoreHealth,
+  DAMAGED_LOG_MESSAGE,
+  DAMAGED_READINESS_MESSAGE,
+  DAMAGED_REQUEST_MESSAGE,
+  isDatabaseDamage,
+} from "../src/db/health";
 import { plants } from "../src/db/schema";
-import { scratchDir } from "./process";
+import { runToExit, scratchDir, startServer } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(() => {
@@ -108,5 +114,48 @@ describe("telling damage from other faults", () => {
     expect(health.damaged).toBe(true);
     expect(health.noteFault(new Error("something else"))).toBe(false);
     expect(health.damaged).toBe(true);
+  });
+});
+
+describe("a database damaged inside the file", () => {
+  test("the first request that reads the damage gets 503 with the Error body, and readiness is 503 from then on", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    const token = damagedDatabase(path);
+    const server = await startServer({ DATABASE_URL: path });
+    try {
+      // Start-up reads the header and the schema, not every page: it cannot know yet.
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+
+      const list = await fetch(`${server.url}/plants?limit=${PLANTS}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(list.status).toBe(503);
+      expect(await list.json()).toEqual({ error: 503, message: DAMAGED_REQUEST_MESSAGE });
+
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({ error: 503, message: DAMAGED_READINESS_MESSAGE });
+      await server.waitForOutput(/"level":"error".*the database is damaged/);
+    } finally {
+      await server.stop();
+    }
+    const faults = (await server.output())
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.level === "error" && line.msg !== "request");
+    expect(faults.map((line) => line.msg)).toEqual([DAMAGED_LOG_MESSAGE]);
+    expect(JSON.stringify(faults[0])).toContain("database disk image is malformed");
+
+    // The operator's full check finds it: SQLite's own findings, one line each.
+    const check = await runToExit(["bun", "run", "--silent", "cli", "check"], { env: { DATABASE_URL: path } });
+    expect(check.code).toBe(1);
+    const problems = check.stderr.trim().split("\n");
+    const integrity = problems.filter((problem) => problem.startsWith("plant-store: integrity: "));
+    expect(integrity.length).toBeGreaterThan(0);
+    for (const problem of integrity) expect(problem).toMatch(/^plant-store: integrity: Tree \d+ page \d+ cell \d+: /);
+    // The foreign key check reads the damaged table too, and says so in one line.
+    expect(problems.slice(integrity.length)).toEqual(["plant-store: foreign keys: database disk image is malformed"]);
+    expect(check.stdout).toContain(`${problems.length} problems found.`);
   });
 });
