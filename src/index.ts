@@ -1,5 +1,5 @@
 import { createApp, createOps } from "./app";
-import { createTokenStore } from "./auth/tokens";
+import { createTokenStore, type IssuedToken } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { closeDatabase, openDatabase } from "./db/client";
 import { ForeignDatabaseError } from "./db/ownership";
@@ -23,15 +23,16 @@ try {
 }
 
 let database: ReturnType<typeof openDatabase>;
+let issued: IssuedToken | undefined;
 try {
   database = openDatabase({ path: config.databasePath, synchronous: config.synchronous });
+  // The first read of the tokens table: damage there is a start-up failure like any other.
+  issued = createTokenStore(database.db).bootstrap();
 } catch (error) {
   if (error instanceof ForeignDatabaseError) fail(error.message);
   fail(`cannot open the database at ${config.databasePath}: ${faultSummary(error)}`);
 }
 const { sqlite, db } = database;
-
-const issued = createTokenStore(db).bootstrap();
 
 const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
 const ops = createOps(db);
