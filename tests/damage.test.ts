@@ -43,7 +43,10 @@ function damagedDatabase(path: string): string {
   const { page_size: pageSize } = sqlite.query<{ page_size: number }, []>("PRAGMA page_size").get() as {
     page_size: number;
   };
-  closeDatabase(sqlite);
+  // As a stopped server leaves it: one file, and no half-closed connection here (close(true)
+  // finalizes every statement) that keeps its view of the file alive beside the server's.
+  sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+  sqlite.close(true);
   const middle = leaves[leaves.length >> 1]?.pageno as number;
   expect(middle).toBeGreaterThan(1);
   const file = openSync(path, "r+");
