@@ -125,7 +125,7 @@ const variants: Array<[name: string, fetch: Handler, chunks: string[], gapMs?: n
       await r.text();
       return new Response(path(r));
     },
-    ["POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n", "abcd" + GET2],
+    ["POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n", `abcd${GET2}`],
     50,
   ],
   [

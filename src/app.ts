@@ -3,6 +3,7 @@ import { type Clock, createTokenStore } from "./auth/tokens";
 import type { Config } from "./config";
 import type { AppDatabase } from "./db/client";
 import { createGroupCommit } from "./db/group-commit";
+import { createStoreHealth } from "./db/health";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse, faultDetail } from "./http/errors";
 import { createRateLimiter } from "./http/rate-limit";
@@ -84,11 +85,12 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
     failuresPerClient: createRateLimiter(config.authFailuresPerMinute, clock),
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
+  const health = createStoreHealth();
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
-    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log }))
+    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log, health }))
     .onRequest(({ request }) => {
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
@@ -99,6 +101,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
         lifecycle: ops.lifecycle,
         pingDatabase: () => ping.get(),
         storeProblem: writes.problem,
+        health,
         metrics: ops.metrics,
         metricsEnabled: config.metricsEnabled,
         metricsToken: config.metricsToken,

@@ -5,6 +5,7 @@ import { BackupError, backupDatabase } from "./db/backup";
 import { checkDatabase } from "./db/check";
 import { openDatabase } from "./db/client";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "./db/migrations";
+import { ForeignDatabaseError } from "./db/ownership";
 import { faultSummary } from "./http/errors";
 
 const USAGE = `Usage:
@@ -79,6 +80,7 @@ function migrate(): number {
   try {
     database = openDatabase({ path, synchronous: config.synchronous, migrate: false });
   } catch (error) {
+    if (error instanceof ForeignDatabaseError) throw new CommandError(error.message);
     throw new CommandError(`cannot open the database at ${path}: ${faultSummary(error)}`);
   }
   const { sqlite, db } = database;

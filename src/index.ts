@@ -1,7 +1,8 @@
 import { createApp, createOps } from "./app";
-import { createTokenStore } from "./auth/tokens";
+import { createTokenStore, type IssuedToken } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { closeDatabase, openDatabase } from "./db/client";
+import { ForeignDatabaseError } from "./db/ownership";
 import { faultDetail, faultSummary } from "./http/errors";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { serve } from "./server";
@@ -22,14 +23,16 @@ try {
 }
 
 let database: ReturnType<typeof openDatabase>;
+let issued: IssuedToken | undefined;
 try {
   database = openDatabase({ path: config.databasePath, synchronous: config.synchronous });
+  // The first read of the tokens table: damage there is a start-up failure like any other.
+  issued = createTokenStore(database.db).bootstrap();
 } catch (error) {
+  if (error instanceof ForeignDatabaseError) fail(error.message);
   fail(`cannot open the database at ${config.databasePath}: ${faultSummary(error)}`);
 }
 const { sqlite, db } = database;
-
-const issued = createTokenStore(db).bootstrap();
 
 const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
 const ops = createOps(db);

@@ -248,16 +248,17 @@ describe("bun run db:migrate", () => {
 
   test("a migration that fails is rolled back: one line, exit 1, the data kept", async () => {
     const path = join(scratch.dir, "plants.sqlite");
-    const foreign = new Database(path);
-    foreign.run("CREATE TABLE plants (something_else TEXT)");
-    foreign.run("INSERT INTO plants VALUES ('keep me')");
-    foreign.close();
+    // Ours by its (empty) migrations table, but a plants table of another shape is in the way.
+    const clashing = new Database(path);
+    clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+    clashing.run("CREATE TABLE plants (something_else TEXT)");
+    clashing.run("INSERT INTO plants VALUES ('keep me')");
+    clashing.close();
     const { stderr, code } = await runScript("db:migrate", [], { DATABASE_URL: path });
     expect(code).toBe(1);
     expect(lines(stderr)).toEqual([
       `plant-store: migration failed and was rolled back: SQLiteError: table \`plants\` already exists`,
     ]);
-    // Drizzle creates its (empty) bookkeeping table before the migrations' transaction.
     expect(tableNames(path)).toEqual(["__drizzle_migrations", "plants"]);
     const after = new Database(path, { readonly: true });
     expect(after.query("SELECT * FROM plants").all()).toEqual([{ something_else: "keep me" }]);

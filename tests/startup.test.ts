@@ -1,8 +1,20 @@
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
+import { openDatabase } from "../src/db/client";
 import { runToExit, scratchDir } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
@@ -10,6 +22,23 @@ beforeEach(() => {
   scratch = scratchDir();
 });
 afterEach(() => scratch.cleanup());
+
+function overwrite(path: string, offset: number, bytes: number) {
+  const file = openSync(path, "r+");
+  writeSync(file, Buffer.alloc(bytes, 0xa5), 0, bytes, offset);
+  closeSync(file);
+}
+
+/** Where the root page of `name` lies in the file: its offset and length. */
+function pageOf(path: string, name: string): [number, number] {
+  const reader = new Database(path, { readonly: true });
+  const { rootpage } = reader.query("SELECT rootpage FROM sqlite_master WHERE name = ?").get(name) as {
+    rootpage: number;
+  };
+  const { page_size: pageSize } = reader.query("PRAGMA page_size").get() as { page_size: number };
+  reader.close();
+  return [(rootpage - 1) * pageSize, pageSize];
+}
 
 /** Runs the server to its exit; a start-up failure must exit on its own. */
 async function startExpectingFailure(databaseUrl: string) {
@@ -31,6 +60,30 @@ describe("start-up refuses a database it cannot trust", () => {
       `plant-store: cannot open the database at ${path}: file is not a database`,
     );
   });
+
+  // Found by SQLite when it first reads the file; start-up does not read every page (README).
+  for (const [damage, harm] of [
+    ["truncated", (path: string) => truncateSync(path, statSync(path).size / 2)],
+    ["with its schema page overwritten", (path: string) => overwrite(path, 100, 2800)],
+    // Read by the first-start token check, right after the migrations.
+    ["with its tokens table overwritten", (path: string) => overwrite(path, ...pageOf(path, "tokens"))],
+  ] as const) {
+    test(`a valid database ${damage}`, async () => {
+      const path = join(scratch.dir, "plants.sqlite");
+      const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+      const insert = sqlite.prepare("INSERT INTO users (name, created_at) VALUES (?, 0)");
+      for (let i = 0; i < 2000; i++) insert.run(`user-${i}`);
+      // As a stopped server leaves it: one file. close(true) finalizes every statement, so no
+      // half-closed connection here keeps its view of the file (and the -shm) alive.
+      sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+      sqlite.close(true);
+      expect(readdirSync(scratch.dir)).toEqual(["plants.sqlite"]);
+      harm(path);
+      expect(await startExpectingFailure(path)).toBe(
+        `plant-store: cannot open the database at ${path}: database disk image is malformed`,
+      );
+    });
+  }
 
   test("a path that is a folder", async () => {
     const path = join(scratch.dir, "a-folder");
@@ -54,12 +107,29 @@ describe("start-up refuses a database it cannot trust", () => {
     }
   });
 
-  test("a migration that fails, leaving the database as it was", async () => {
+  test("a foreign database: one line naming what it holds, and the file left byte for byte", async () => {
     const path = join(scratch.dir, "plants.sqlite");
     const foreign = new Database(path);
-    foreign.run("CREATE TABLE plants (something_else TEXT)");
-    foreign.run("INSERT INTO plants VALUES ('keep me')");
+    foreign.run("CREATE TABLE x (y TEXT)");
+    foreign.run("INSERT INTO x VALUES ('keep me')");
     foreign.close();
+    const before = readFileSync(path);
+
+    expect(await startExpectingFailure(path)).toBe(
+      `plant-store: the database at ${path} is not a Plant Store database: it holds table "x" and no migrations table; point DATABASE_URL at a new file or at a Plant Store database`,
+    );
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(readdirSync(scratch.dir)).toEqual(["plants.sqlite"]);
+  });
+
+  test("a migration that fails, leaving the database as it was", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    // Ours by its (empty) migrations table, but a plants table of another shape is in the way.
+    const clashing = new Database(path);
+    clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+    clashing.run("CREATE TABLE plants (something_else TEXT)");
+    clashing.run("INSERT INTO plants VALUES ('keep me')");
+    clashing.close();
     expect(await startExpectingFailure(path)).toBe(
       `plant-store: cannot open the database at ${path}: SQLiteError: table \`plants\` already exists`,
     );
@@ -68,4 +138,28 @@ describe("start-up refuses a database it cannot trust", () => {
     expect(after.query("SELECT name FROM sqlite_master WHERE name = 'users'").all()).toEqual([]);
     after.close();
   });
+});
+
+describe("the CLI refuses a foreign database too", () => {
+  for (const args of [["migrate"], ["token", "create", "--user", "alice"]]) {
+    test(`bun run cli ${args.join(" ")}: one line, exit 1, the file left byte for byte`, async () => {
+      const path = join(scratch.dir, "plants.sqlite");
+      const foreign = new Database(path);
+      foreign.run("CREATE TABLE x (y TEXT)");
+      foreign.close();
+      const before = readFileSync(path);
+
+      // --silent keeps bun's own "$ command" and "exited with code" lines out of stderr.
+      const { stdout, stderr, code } = await runToExit(["bun", "run", "--silent", "cli", ...args], {
+        env: { DATABASE_URL: path },
+      });
+      expect(code).toBe(1);
+      expect(stdout).toBe("");
+      expect(stderr.trim().split("\n")).toEqual([
+        `plant-store: the database at ${path} is not a Plant Store database: it holds table "x" and no migrations table; point DATABASE_URL at a new file or at a Plant Store database`,
+      ]);
+      expect(readFileSync(path).equals(before)).toBe(true);
+      expect(readdirSync(scratch.dir)).toEqual(["plants.sqlite"]);
+    });
+  }
 });

@@ -22,10 +22,12 @@ export function checkDatabase(sqlite: Database, migrations: Migration[]): CheckR
   const problems: string[] = [];
 
   try {
+    // Damage to a b-tree comes back as one row of many lines, headed "*** in database main ***".
     const lines = sqlite
       .query<{ integrity_check: string }, []>(`PRAGMA integrity_check(${MAX_LINES})`)
       .all()
-      .map((row) => row.integrity_check);
+      .flatMap((row) => row.integrity_check.split("\n"))
+      .filter((line) => line !== "" && !/^\*\*\* in database \S+ \*\*\*$/.test(line));
     if (lines.length === 1 && lines[0] === "ok") passed.push("integrity: ok");
     else problems.push(...lines.map((line) => `integrity: ${line}`));
   } catch (error) {

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SynchronousMode } from "../config";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationsFromFolder } from "./migrations";
+import { refuseForeignDatabase } from "./ownership";
 import * as schema from "./schema";
 
 export { MIGRATIONS_FOLDER } from "./migrations-macro";
@@ -34,7 +35,8 @@ function wrap(sqlite: Database) {
 
 /**
  * Opens SQLite with the pragmas every connection needs, then brings the schema up to date with
- * the migrations embedded at build time (see migrations.ts). WAL lets the CLI and the server
+ * the migrations embedded at build time (see migrations.ts). A database that is someone else's
+ * is refused before anything is written to it (see ownership.ts). WAL lets the CLI and the server
  * share the file; synchronous=FULL (the default) makes an acknowledged write survive power loss.
  */
 export function openDatabase({
@@ -52,6 +54,7 @@ export function openDatabase({
       sqlite.query("SELECT count(*) FROM sqlite_master").get();
       return { sqlite, db: wrap(sqlite) };
     }
+    refuseForeignDatabase(sqlite, path);
     if (path !== ":memory:") sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run(`PRAGMA synchronous = ${synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");

@@ -14,7 +14,7 @@ export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations();
 export const migrationsFromFolder = (folder: string): Migration[] => readMigrations(folder);
 
 /** Drizzle's default, which `applyMigrations` keeps. */
-const MIGRATIONS_TABLE = "__drizzle_migrations";
+export const MIGRATIONS_TABLE = "__drizzle_migrations";
 
 /** What `db.dialect` and `db.session` are at run time; Drizzle marks both @internal. */
 interface DrizzleInternals {

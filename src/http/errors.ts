@@ -1,5 +1,6 @@
 import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
 import { Elysia, type ValidationError } from "elysia";
+import { DAMAGED_LOG_MESSAGE, DAMAGED_REQUEST_MESSAGE, type StoreHealth } from "../db/health";
 import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../db/store-errors";
 import { describeRule } from "./types";
 
@@ -85,7 +86,7 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
     message: "The store cannot read or write its disk. Nothing was saved; retry in a moment.",
     retryAfter: "5",
   },
-  corrupt: { status: 503, message: "The store's database is damaged; its operator has to restore it." },
+  corrupt: { status: 503, message: DAMAGED_REQUEST_MESSAGE },
 };
 
 /** The Error body for a store failure of this kind. */
@@ -98,10 +99,12 @@ export interface ErrorHandlerOptions {
   /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
   allowedMethods(path: string): string[];
   log(message: string, detail: unknown, request?: Request): void;
+  /** Told of every unexpected fault: damage to the database turns readiness off. */
+  health: StoreHealth;
 }
 
 /** The one place where every failure becomes the Error body. */
-export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
+export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOptions) {
   return new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request }) => {
     // Elysia wraps whatever a parse hook throws in a ParseError.
     const cause = code === "PARSE" ? (error as Error).cause : error;
@@ -125,7 +128,8 @@ export function errorHandler({ allowedMethods, log }: ErrorHandlerOptions) {
     const storeFailure = storeFailureKind(error);
     if (storeFailure !== undefined) {
       // Space and busy are states an operator sees in readiness; damage and I/O are faults.
-      if (storeFailure === "io" || storeFailure === "corrupt") log("store failure", faultDetail(error), request);
+      if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
+      else if (storeFailure === "io") log("store failure", faultDetail(error), request);
       return storeFailureResponse(storeFailure);
     }
     const status =

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../db/health";
 import type { StoreFailureKind } from "../db/store-errors";
 import { errorResponse, faultDetail } from "../http/errors";
 import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
@@ -14,6 +15,8 @@ export interface OpsRoutesDeps {
   pingDatabase(): void;
   /** Why writes are failing now (out of space, I/O, damage), if they are. */
   storeProblem(): StoreFailureKind | undefined;
+  /** Damage seen by any query keeps the service unready until a restart. */
+  health: StoreHealth;
   metrics: Metrics;
   metricsEnabled: boolean;
   metricsToken: string | undefined;
@@ -47,6 +50,7 @@ export function opsRoutes({
   lifecycle,
   pingDatabase,
   storeProblem,
+  health,
   metrics,
   metricsEnabled,
   metricsToken,
@@ -64,6 +68,7 @@ export function opsRoutes({
     .get(
       "/readyz",
       ({ request, set }) => {
+        if (health.damaged) return errorResponse(503, DAMAGED_READINESS_MESSAGE, NO_STORE);
         if (lifecycle.state !== "ready") {
           return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
         }
