@@ -16,10 +16,7 @@ import { storeFigures } from "./ops/store-figures";
 import { createPlantQueries } from "./plants/queries";
 import { plantRoutes } from "./plants/routes";
 
-export type AppConfig = Pick<
-  Config,
-  "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins" | "metricsEnabled" | "metricsToken"
->;
+export type AppConfig = Pick<Config, "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins">;
 
 /** Where faults go; `request`, when given, ties the line to that request's id. */
 export type FaultLog = (message: string, detail: unknown, request?: Request) => void;
@@ -82,16 +79,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
       if (refusal) return refusal;
     })
     .use(apiDocs())
-    .use(
-      opsRoutes({
-        lifecycle: ops.lifecycle,
-        pingDatabase: () => ping.get(),
-        metrics: ops.metrics,
-        metricsEnabled: config.metricsEnabled,
-        metricsToken: config.metricsToken,
-        log,
-      }),
-    )
+    .use(opsRoutes({ lifecycle: ops.lifecycle, pingDatabase: () => ping.get(), log }))
     .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes }));
   routeTable.routes = app.routes;
   return app;

@@ -28,8 +28,9 @@ export interface Config {
   logLevel: LogLevel;
   /** JSON lines for machines; "pretty" for a developer's terminal (`bun run dev`). */
   logFormat: LogFormat;
-  /** Whether GET /metrics is served at all. */
-  metricsEnabled: boolean;
+  /** The metrics listener's port; undefined means no metrics listener. */
+  metricsPort: number | undefined;
+  metricsHost: string;
   /** When set, GET /metrics wants `Authorization: Bearer <this>`. */
   metricsToken: string | undefined;
 }
@@ -63,6 +64,19 @@ function metricsToken(env: Env): string | undefined {
     throw new ConfigError("METRICS_TOKEN must be at least 16 visible ASCII characters");
   }
   return raw;
+}
+
+/** Unset means no metrics listener; a port equal to PORT could never be bound beside it. */
+function metricsPort(env: Env, port: number): number | undefined {
+  if (!env.METRICS_PORT?.trim()) {
+    // Metrics used to be served on the API's port; a token alone no longer turns them on.
+    if (env.METRICS_TOKEN?.trim())
+      throw new ConfigError("METRICS_TOKEN needs METRICS_PORT: metrics are off without it");
+    return undefined;
+  }
+  const metrics = integerSetting(env, "METRICS_PORT", 0, 0, 65535);
+  if (metrics !== 0 && metrics === port) throw new ConfigError("METRICS_PORT must differ from PORT");
+  return metrics;
 }
 
 /** `file:` URLs and plain paths both name a SQLite file; ":memory:" keeps everything in RAM. */
@@ -101,8 +115,9 @@ export function loadConfig(env: Env = process.env): Config {
   const databasePath = databasePathFrom(env.DATABASE_URL?.trim() || "./data/plants.sqlite");
   if (databasePath === "") throw new ConfigError("DATABASE_URL must not be empty");
   const host = env.HOST?.trim() || "0.0.0.0";
+  const port = integerSetting(env, "PORT", 3000, 0, 65535);
   return {
-    port: integerSetting(env, "PORT", 3000, 0, 65535),
+    port,
     host,
     databasePath,
     synchronous: synchronous as SynchronousMode,
@@ -114,7 +129,8 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: originList(env.CORS_ORIGINS),
     logLevel: choiceSetting(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     logFormat: choiceSetting(env, "LOG_FORMAT", LOG_FORMATS, "json"),
-    metricsEnabled: choiceSetting(env, "METRICS", ["on", "off"], "on") === "on",
+    metricsPort: metricsPort(env, port),
+    metricsHost: env.METRICS_HOST?.trim() || "127.0.0.1",
     metricsToken: metricsToken(env),
   };
 }

@@ -19,8 +19,6 @@ export function makeTestApp(
       bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
       rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
       corsOrigins: options.corsOrigins ?? [],
-      metricsEnabled: options.metricsEnabled ?? true,
-      metricsToken: options.metricsToken,
     },
     clock,
     log: options.logWith?.(ops) ?? ((message, detail) => logged.push({ message, detail })),

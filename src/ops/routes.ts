@@ -1,6 +1,5 @@
 import { Elysia } from "elysia";
 import { errorResponse, faultDetail } from "../http/errors";
-import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
 /** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
 export interface Lifecycle {
@@ -11,29 +10,18 @@ export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
   /** Runs a trivial query; throws when the database does not answer. */
   pingDatabase(): void;
-  metrics: Metrics;
-  metricsEnabled: boolean;
-  metricsToken: string | undefined;
   log(message: string, detail: unknown, request?: Request): void;
 }
 
 const NO_STORE = { "cache-control": "no-store" };
 const hidden = { detail: { hide: true } };
 
-const digest = (text: string) => new Uint8Array(new Bun.CryptoHasher("sha256").update(text).digest());
-
-/** Compares digests, so the time taken says nothing about how much of the token matched. */
-function tokenMatches(header: string | null, expected: Uint8Array): boolean {
-  const given = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
-  return given !== undefined && crypto.timingSafeEqual(digest(given), expected);
-}
-
 /**
- * Health, readiness and metrics: unauthenticated (metrics unless a token is configured),
- * outside the rate limit, and left out of the API's OpenAPI document.
+ * Health and readiness: unauthenticated, outside the rate limit, and left out of the API's
+ * OpenAPI document. Metrics have their own listener (src/ops/metrics-app.ts).
  */
-export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, metricsToken, log }: OpsRoutesDeps) {
-  const app = new Elysia({ name: "ops" })
+export function opsRoutes({ lifecycle, pingDatabase, log }: OpsRoutesDeps) {
+  return new Elysia({ name: "ops" })
     .get(
       "/healthz",
       ({ set }) => {
@@ -59,18 +47,4 @@ export function opsRoutes({ lifecycle, pingDatabase, metrics, metricsEnabled, me
       },
       hidden,
     );
-  if (!metricsEnabled) return app;
-  const expected = metricsToken === undefined ? undefined : digest(metricsToken);
-  return app.get(
-    "/metrics",
-    ({ request }) => {
-      if (expected && !tokenMatches(request.headers.get("authorization"), expected)) {
-        return errorResponse(401, "Metrics need the header Authorization: Bearer <METRICS_TOKEN>.", {
-          "www-authenticate": 'Bearer realm="metrics"',
-        });
-      }
-      return new Response(metrics.render(), { headers: { "content-type": METRICS_CONTENT_TYPE, ...NO_STORE } });
-    },
-    hidden,
-  );
 }
