@@ -80,7 +80,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
     })
     .use(apiDocs())
     .use(opsRoutes({ lifecycle: ops.lifecycle, pingDatabase: () => ping.get(), log }))
-    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes }));
+    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes, metrics: ops.metrics }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -162,6 +162,9 @@ describe("metrics", () => {
     // A scrape is not an API request: nothing is in flight between requests.
     expect(gauge("http_requests_in_flight")).toBe(0);
     expect(gauge("process_resident_memory_bytes")).toBeGreaterThan(0);
+    // What this instance did, counted once acknowledged: not the 409, not the 404.
+    expect(sample(samples, "plant_store_plants_created_total")).toMatchObject({ type: "counter", value: 3 });
+    expect(sample(samples, "plant_store_plants_deleted_total")).toMatchObject({ type: "counter", value: 1 });
     // No figure that a scrape would have to count: plants and users are not read at all.
     expect(samples.filter((s) => s.name === "plant_store_plants" || s.name === "plant_store_users")).toEqual([]);
   });

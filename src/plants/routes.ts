@@ -5,6 +5,7 @@ import { HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
 import type { RateLimiter } from "../http/rate-limit";
+import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
@@ -15,6 +16,7 @@ export interface PlantRoutesDeps {
   limiter: RateLimiter;
   bodyLimitBytes: number;
   notes: RequestNotes;
+  metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
 }
 
 /*
@@ -22,7 +24,7 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes, metrics }: PlantRoutesDeps) {
   return new Elysia({ prefix: "/plants" })
     .use(bearerAuth(tokens, limiter, notes))
     .model({ ...plantModels, ...errorModels })
@@ -32,6 +34,7 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: 
         const plant = await plants.createPlant(user.id, body);
         if (!plant)
           throw new HttpError(409, "id: you already have a plant with this id; delete it first to replace it");
+        metrics.plantCreated();
         return plant;
       },
       {
@@ -75,6 +78,7 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: 
       async ({ params, user, set }) => {
         if (!(await plants.deletePlant(user.id, params.id)))
           throw new HttpError(404, "id: you have no plant with this id");
+        metrics.plantDeleted();
         set.status = 204;
       },
       {
