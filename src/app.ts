@@ -16,7 +16,10 @@ import { storeFigures } from "./ops/store-figures";
 import { createPlantQueries } from "./plants/queries";
 import { plantRoutes } from "./plants/routes";
 
-export type AppConfig = Pick<Config, "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins">;
+export type AppConfig = Pick<
+  Config,
+  "bodyLimitBytes" | "rateLimitPerMinute" | "corsOrigins" | "swaggerPersistAuthorization"
+>;
 
 /** Where faults go; `request`, when given, ties the line to that request's id. */
 export type FaultLog = (message: string, detail: unknown, request?: Request) => void;
@@ -78,7 +81,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
       const refusal = refuseEarly(request, bodyLimitBytes);
       if (refusal) return refusal;
     })
-    .use(apiDocs())
+    .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(opsRoutes({ lifecycle: ops.lifecycle, pingDatabase: () => ping.get(), log }))
     .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes, metrics: ops.metrics }));
   routeTable.routes = app.routes;

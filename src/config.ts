@@ -33,6 +33,8 @@ export interface Config {
   metricsHost: string;
   /** When set, GET /metrics wants `Authorization: Bearer <this>`. */
   metricsToken: string | undefined;
+  /** Whether Swagger UI keeps the token in localStorage, past the tab's life. */
+  swaggerPersistAuthorization: boolean;
 }
 
 /** Thrown for any invalid setting; its message is the one line printed at start-up. */
@@ -132,6 +134,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: metricsPort(env, port),
     metricsHost: env.METRICS_HOST?.trim() || "127.0.0.1",
     metricsToken: metricsToken(env),
+    swaggerPersistAuthorization:
+      choiceSetting(env, "SWAGGER_PERSIST_AUTHORIZATION", ["true", "false"], "false") === "true",
   };
 }
 

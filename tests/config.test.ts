@@ -19,6 +19,7 @@ describe("configuration", () => {
       metricsPort: undefined,
       metricsHost: "127.0.0.1",
       metricsToken: undefined,
+      swaggerPersistAuthorization: false,
     });
   });
 
@@ -46,6 +47,7 @@ describe("configuration", () => {
     [{ PORT: "8080", METRICS_PORT: "8080" }, "METRICS_PORT must differ from PORT"],
     [{ METRICS_TOKEN: "m".repeat(16) }, "METRICS_TOKEN needs METRICS_PORT: metrics are off without it"],
     [{ METRICS_PORT: "9464", METRICS_TOKEN: "short" }, "METRICS_TOKEN must be at least 16 visible ASCII characters"],
+    [{ SWAGGER_PERSIST_AUTHORIZATION: "yes" }, "SWAGGER_PERSIST_AUTHORIZATION must be one of true, false"],
     [
       { CORS_ORIGINS: "https://a.example/path" },
       "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com",
@@ -78,6 +80,7 @@ describe("configuration", () => {
       metricsHost: "10.0.0.5",
       metricsToken: "mmmmmmmmmmmmmmmm",
     });
+    expect(loadConfig({ SWAGGER_PERSIST_AUTHORIZATION: "TRUE" }).swaggerPersistAuthorization).toBe(true);
     // 0 picks a free port, even beside PORT=0.
     expect(loadConfig({ PORT: "0", METRICS_PORT: "0" })).toMatchObject({ port: 0, metricsPort: 0 });
   });

@@ -19,6 +19,7 @@ export function makeTestApp(
       bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
       rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
       corsOrigins: options.corsOrigins ?? [],
+      swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
     },
     clock,
     log: options.logWith?.(ops) ?? ((message, detail) => logged.push({ message, detail })),
