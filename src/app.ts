@@ -25,8 +25,7 @@ export type AppConfig = Pick<
   | "maxInFlight"
   | "writeLockTimeoutMs"
   | "corsOrigins"
-  | "metricsEnabled"
-  | "metricsToken"
+  | "swaggerPersistAuthorization"
 >;
 
 /** Where faults go; `request`, when given, ties the line to that request's id. */
@@ -95,20 +94,17 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
     })
-    .use(apiDocs())
+    .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(
       opsRoutes({
         lifecycle: ops.lifecycle,
         pingDatabase: () => ping.get(),
         storeProblem: writes.problem,
         health,
-        metrics: ops.metrics,
-        metricsEnabled: config.metricsEnabled,
-        metricsToken: config.metricsToken,
         log,
       }),
     )
-    .use(plantRoutes({ plants, tokens, limits, body, notes: ops.notes }));
+    .use(plantRoutes({ plants, tokens, limits, body, notes: ops.notes, metrics: ops.metrics }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -34,10 +34,13 @@ export interface Config {
   logLevel: LogLevel;
   /** JSON lines for machines; "pretty" for a developer's terminal (`bun run dev`). */
   logFormat: LogFormat;
-  /** Whether GET /metrics is served at all. */
-  metricsEnabled: boolean;
+  /** The metrics listener's port; undefined means no metrics listener. */
+  metricsPort: number | undefined;
+  metricsHost: string;
   /** When set, GET /metrics wants `Authorization: Bearer <this>`. */
   metricsToken: string | undefined;
+  /** Whether Swagger UI keeps the token in localStorage, past the tab's life. */
+  swaggerPersistAuthorization: boolean;
 }
 
 /** Thrown for any invalid setting; its message is the one line printed at start-up. */
@@ -69,6 +72,19 @@ function metricsToken(env: Env): string | undefined {
     throw new ConfigError("METRICS_TOKEN must be at least 16 visible ASCII characters");
   }
   return raw;
+}
+
+/** Unset means no metrics listener; a port equal to PORT could never be bound beside it. */
+function metricsPort(env: Env, port: number): number | undefined {
+  if (!env.METRICS_PORT?.trim()) {
+    // Metrics used to be served on the API's port; a token alone no longer turns them on.
+    if (env.METRICS_TOKEN?.trim())
+      throw new ConfigError("METRICS_TOKEN needs METRICS_PORT: metrics are off without it");
+    return undefined;
+  }
+  const metrics = integerSetting(env, "METRICS_PORT", 0, 0, 65535);
+  if (metrics !== 0 && metrics === port) throw new ConfigError("METRICS_PORT must differ from PORT");
+  return metrics;
 }
 
 /** `file:` URLs and plain paths both name a SQLite file; ":memory:" keeps everything in RAM. */
@@ -107,10 +123,11 @@ export function loadConfig(env: Env = process.env): Config {
   const databasePath = databasePathFrom(env.DATABASE_URL?.trim() || "./data/plants.sqlite");
   if (databasePath === "") throw new ConfigError("DATABASE_URL must not be empty");
   const host = env.HOST?.trim() || "0.0.0.0";
+  const port = integerSetting(env, "PORT", 3000, 0, 65535);
   const rateLimitPerMinute = integerSetting(env, "RATE_LIMIT_PER_MINUTE", 6000, 0, 10_000_000);
   const authFailuresPerMinute = integerSetting(env, "AUTH_FAILURES_PER_MINUTE", 100, 0, 10_000_000);
   return {
-    port: integerSetting(env, "PORT", 3000, 0, 65535),
+    port,
     host,
     databasePath,
     synchronous: synchronous as SynchronousMode,
@@ -125,8 +142,11 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: originList(env.CORS_ORIGINS),
     logLevel: choiceSetting(env, "LOG_LEVEL", LOG_LEVELS, "info"),
     logFormat: choiceSetting(env, "LOG_FORMAT", LOG_FORMATS, "json"),
-    metricsEnabled: choiceSetting(env, "METRICS", ["on", "off"], "on") === "on",
+    metricsPort: metricsPort(env, port),
+    metricsHost: env.METRICS_HOST?.trim() || "127.0.0.1",
     metricsToken: metricsToken(env),
+    swaggerPersistAuthorization:
+      choiceSetting(env, "SWAGGER_PERSIST_AUTHORIZATION", ["true", "false"], "false") === "true",
   };
 }
 

@@ -5,6 +5,7 @@ import { closeDatabase, openDatabase } from "./db/client";
 import { ForeignDatabaseError } from "./db/ownership";
 import { faultDetail, faultSummary } from "./http/errors";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
+import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
 import { serve } from "./server";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
@@ -48,6 +49,16 @@ try {
   sqlite.close();
   fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
 }
+let metricsServer: ReturnType<typeof serveMetrics> | undefined;
+if (config.metricsPort !== undefined) {
+  const metricsApp = createMetricsApp({ metrics: ops.metrics, token: config.metricsToken, log });
+  try {
+    metricsServer = serveMetrics(metricsApp, { host: config.metricsHost, port: config.metricsPort });
+  } catch (error) {
+    sqlite.close();
+    fail(`cannot listen for metrics on ${config.metricsHost}:${config.metricsPort}: ${faultSummary(error)}`);
+  }
+}
 
 let stopping = false;
 async function shutdown(signal: string) {
@@ -57,6 +68,7 @@ async function shutdown(signal: string) {
   lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
   const cutOff = await running.drain(config.shutdownTimeoutMs);
   if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
+  await metricsServer?.stop(true);
   try {
     closeDatabase(sqlite);
   } catch (error) {
@@ -81,6 +93,8 @@ if (issued) {
 ops.lifecycle.state = "ready";
 // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
 const url = `http://${config.host}:${running.server.port}`;
-lifecycle.info({ url }, `Plant Store listening on ${url} (Swagger UI at /swagger)`);
+const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;
+const metricsNote = metricsUrl ? `; metrics at ${metricsUrl}` : "";
+lifecycle.info({ url, metricsUrl }, `Plant Store listening on ${url} (Swagger UI at /swagger${metricsNote})`);
 // Supervisors (and the tests) wait for this line: it does not wait for the next timed flush.
 await flush();

@@ -27,7 +27,19 @@ const OPERATIONS = [
   ["DELETE", "/plants/{id}"],
 ] as const;
 
-/** A browser context that aborts, and records, every request leaving the server's origin. */
+/*
+ * Scripts run in the page are given as text: this project's TypeScript has no DOM types.
+ * The violation recorder is injected by the browser itself, before the page's own scripts, so
+ * the page's policy does not apply to it.
+ */
+const RECORD_CSP_VIOLATIONS = `window.cspViolations = [];
+document.addEventListener("securitypolicyviolation", (event) =>
+  window.cspViolations.push(event.violatedDirective + " " + event.blockedURI));`;
+
+/**
+ * A browser context that aborts, and records, every request leaving the server's origin; each
+ * page records the Content-Security-Policy violations it sees (`cspViolationsOf`).
+ */
 async function offlineContext(browser: Browser, serverUrl: string) {
   const origin = new URL(serverUrl).origin;
   const leftOrigin: string[] = [];
@@ -38,7 +50,39 @@ async function offlineContext(browser: Browser, serverUrl: string) {
     leftOrigin.push(url);
     return route.abort("blockedbyclient");
   });
+  await context.addInitScript(RECORD_CSP_VIOLATIONS);
   return { context, leftOrigin };
+}
+
+const cspViolationsOf = (page: Page) => page.evaluate<string[]>("window.cspViolations");
+
+/** Everything the page's origin keeps in Web Storage, as text. */
+const storedByPage = (page: Page) =>
+  page.evaluate<string>("JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])");
+
+/** The security schemes Swagger UI holds credentials for, by name. */
+const authorizedSchemes = (page: Page) =>
+  page.evaluate<string[]>("Object.keys(window.ui.authSelectors.authorized().toJS())");
+
+/** Opens Swagger UI and waits until it shows all three operations. */
+async function openSwagger(page: Page, serverUrl: string) {
+  const response = await page.goto(`${serverUrl}/swagger`);
+  for (const [method, path] of OPERATIONS) await operation(page, method, path).waitFor();
+  return response;
+}
+
+/**
+ * Pastes the token into the bearer scheme's dialog. Swagger UI labels its "Authorize" and
+ * "Logout" buttons "Apply credentials" and "Remove authorization".
+ */
+async function authorize(page: Page, token: string) {
+  await page.locator(".auth-wrapper").getByRole("button", { name: "Authorize" }).click();
+  const dialog = page.locator(".dialog-ux .modal-ux");
+  await dialog.getByLabel("auth-bearer-value").fill(token);
+  await dialog.getByRole("button", { name: "Apply credentials" }).click();
+  await dialog.getByRole("button", { name: "Remove authorization" }).waitFor();
+  await dialog.locator("button.btn-done").click();
+  await dialog.waitFor({ state: "detached" });
 }
 
 let scratch: ReturnType<typeof scratchDir>;
@@ -86,22 +130,17 @@ describe("Swagger UI in a headless browser, offline", () => {
         if (response.status() >= 400) problems.push(`${response.status()}: ${response.url()}`);
       });
 
-      await page.goto(`${server.url}/swagger`);
+      const response = await openSwagger(page, server.url);
+      const policy = response?.headers()["content-security-policy"] ?? "";
+      expect(policy).toStartWith("default-src 'none'; script-src 'self' 'sha256-");
+      expect(policy).toContain("frame-ancestors 'none'");
+      expect(response?.headers()["x-frame-options"]).toBe("DENY");
       for (const [method, path] of OPERATIONS) {
-        const block = operation(page, method, path);
-        await block.waitFor();
-        expect(await block.locator(".opblock-summary-method").textContent()).toBe(method);
+        expect(await operation(page, method, path).locator(".opblock-summary-method").textContent()).toBe(method);
       }
 
-      // Authorize: paste the token into the bearer scheme's dialog. Swagger UI labels its
-      // "Authorize" and "Logout" buttons "Apply credentials" and "Remove authorization".
-      await page.locator(".auth-wrapper").getByRole("button", { name: "Authorize" }).click();
-      const dialog = page.locator(".dialog-ux .modal-ux");
-      await dialog.getByLabel("auth-bearer-value").fill(token);
-      await dialog.getByRole("button", { name: "Apply credentials" }).click();
-      await dialog.getByRole("button", { name: "Remove authorization" }).waitFor();
-      await dialog.locator("button.btn-done").click();
-      await dialog.waitFor({ state: "detached" });
+      await authorize(page, token);
+      expect(await authorizedSchemes(page)).toEqual(["bearerAuth"]);
 
       // Try it out → Execute on GET /plants.
       const list = operation(page, "GET", "/plants");
@@ -117,10 +156,50 @@ describe("Swagger UI in a headless browser, offline", () => {
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
       expect(statSync(SCREENSHOT).size).toBeGreaterThan(0);
 
+      // The token lives in the tab's memory only: not in Web Storage, and gone after a reload.
+      expect(await storedByPage(page)).not.toContain(token);
+      expect(await cspViolationsOf(page)).toEqual([]);
+      await openSwagger(page, server.url);
+      expect(await authorizedSchemes(page)).toEqual([]);
+      expect(await storedByPage(page)).not.toContain(token);
+
       expect(leftOrigin).toEqual([]);
+      expect(await cspViolationsOf(page)).toEqual([]);
       expect(problems).toEqual([]);
     } finally {
       await context.close();
+    }
+  }, 60_000);
+
+  test("no other site can show the page in a frame", async () => {
+    if (!server || !browser) throw new Error("set-up failed");
+    const swaggerUrl = `${server.url}/swagger`;
+    // Another origin (another port) that frames the page; loopback too, as Chromium lets only
+    // a local page frame a local one.
+    const framer = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(`<iframe src="${swaggerUrl}" onload="document.title = 'frame loaded'"></iframe>`, {
+          headers: { "content-type": "text/html" },
+        }),
+    });
+    const { context } = await offlineContext(browser, server.url);
+    try {
+      // Routes registered later are tried first: the framer's origin is let through.
+      await context.route(`${framer.url.origin}/**`, (route) => route.continue());
+      const page = await context.newPage();
+      const loaded = page.waitForResponse(swaggerUrl);
+      await page.goto(framer.url.href);
+      expect((await loaded).headers()["x-frame-options"]).toBe("DENY");
+      await page.waitForFunction("document.title === 'frame loaded'");
+      // Chromium shows its error page in place of a page that refuses to be framed.
+      const frame = page.frames().find((candidate) => candidate !== page.mainFrame());
+      expect(frame?.url()).toBe("chrome-error://chromewebdata/");
+      expect(await frame?.locator("#swagger-ui").count()).toBe(0);
+    } finally {
+      await context.close();
+      await framer.stop(true);
     }
   }, 60_000);
 
@@ -129,7 +208,7 @@ describe("Swagger UI in a headless browser, offline", () => {
     const { context, leftOrigin } = await offlineContext(browser, server.url);
     try {
       const page = await context.newPage();
-      await page.goto(`${server.url}/swagger`);
+      await openSwagger(page, server.url);
       for (const [method, path] of OPERATIONS)
         await operation(page, method, path).locator(".opblock-summary-control").click();
       const errors = page.locator(".errors-wrapper");
@@ -142,8 +221,33 @@ describe("Swagger UI in a headless browser, offline", () => {
       }
       expect(await errors.allTextContents()).toEqual([]);
       expect(leftOrigin).toEqual([]);
+      expect(await cspViolationsOf(page)).toEqual([]);
     } finally {
       await context.close();
+    }
+  }, 60_000);
+
+  test("with SWAGGER_PERSIST_AUTHORIZATION=true the token is kept in localStorage, across reloads", async () => {
+    if (!browser) throw new Error("set-up failed");
+    const persisting = await startServer({
+      DATABASE_URL: join(scratch.dir, "persisting.sqlite"),
+      SWAGGER_PERSIST_AUTHORIZATION: "true",
+    });
+    const { context } = await offlineContext(browser, persisting.url);
+    try {
+      const token = tokenOf(persisting);
+      const page = await context.newPage();
+      const response = await openSwagger(page, persisting.url);
+      // Its own hash: the policy follows the page's script.
+      expect(response?.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
+      await authorize(page, token);
+      expect(await storedByPage(page)).toContain(token);
+      await openSwagger(page, persisting.url);
+      expect(await authorizedSchemes(page)).toEqual(["bearerAuth"]);
+      expect(await cspViolationsOf(page)).toEqual([]);
+    } finally {
+      await context.close();
+      await persisting.stop();
     }
   }, 60_000);
 });

@@ -19,8 +19,10 @@ describe("configuration", () => {
       corsOrigins: [],
       logLevel: "info",
       logFormat: "json",
-      metricsEnabled: true,
+      metricsPort: undefined,
+      metricsHost: "127.0.0.1",
       metricsToken: undefined,
+      swaggerPersistAuthorization: false,
     });
   });
 
@@ -49,8 +51,12 @@ describe("configuration", () => {
     [{ CORS_ORIGINS: "*" }, "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent"],
     [{ LOG_FORMAT: "xml" }, "LOG_FORMAT must be one of json, pretty"],
-    [{ METRICS: "maybe" }, "METRICS must be one of on, off"],
-    [{ METRICS_TOKEN: "short" }, "METRICS_TOKEN must be at least 16 visible ASCII characters"],
+    [{ METRICS_PORT: "metrics" }, "METRICS_PORT must be an integer between 0 and 65535"],
+    [{ METRICS_PORT: "3000" }, "METRICS_PORT must differ from PORT"],
+    [{ PORT: "8080", METRICS_PORT: "8080" }, "METRICS_PORT must differ from PORT"],
+    [{ METRICS_TOKEN: "m".repeat(16) }, "METRICS_TOKEN needs METRICS_PORT: metrics are off without it"],
+    [{ METRICS_PORT: "9464", METRICS_TOKEN: "short" }, "METRICS_TOKEN must be at least 16 visible ASCII characters"],
+    [{ SWAGGER_PERSIST_AUTHORIZATION: "yes" }, "SWAGGER_PERSIST_AUTHORIZATION must be one of true, false"],
     [
       { CORS_ORIGINS: "https://a.example/path" },
       "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com",
@@ -69,12 +75,22 @@ describe("configuration", () => {
   test("values are read exactly", () => {
     const config = loadConfig({ PORT: "8080", HOST: "127.0.0.1", DB_SYNCHRONOUS: "normal", BODY_LIMIT_BYTES: "2048" });
     expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", synchronous: "NORMAL", bodyLimitBytes: 2048 });
-    const ops = loadConfig({ LOG_LEVEL: "WARN", LOG_FORMAT: "pretty", METRICS: "off", METRICS_TOKEN: "m".repeat(16) });
+    const ops = loadConfig({
+      LOG_LEVEL: "WARN",
+      LOG_FORMAT: "pretty",
+      METRICS_PORT: "9464",
+      METRICS_HOST: "10.0.0.5",
+      METRICS_TOKEN: "m".repeat(16),
+    });
     expect(ops).toMatchObject({
       logLevel: "warn",
       logFormat: "pretty",
-      metricsEnabled: false,
+      metricsPort: 9464,
+      metricsHost: "10.0.0.5",
       metricsToken: "mmmmmmmmmmmmmmmm",
     });
+    expect(loadConfig({ SWAGGER_PERSIST_AUTHORIZATION: "TRUE" }).swaggerPersistAuthorization).toBe(true);
+    // 0 picks a free port, even beside PORT=0.
+    expect(loadConfig({ PORT: "0", METRICS_PORT: "0" })).toMatchObject({ port: 0, metricsPort: 0 });
   });
 });

@@ -1,16 +1,17 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createLogger, faultLog } from "../src/ops/logger";
+import { createMetricsApp } from "../src/ops/metrics-app";
 import { observed } from "../src/ops/observe";
-import { makeTestApp } from "./helpers";
-import { type RunningServer, scratchDir, startServer } from "./process";
+import { expectError, makeTestApp } from "./helpers";
+import { type RunningServer, runToExit, scratchDir, startServer } from "./process";
 import { parsePrometheusText, type Sample } from "./prometheus";
 
 const BASE = "http://localhost";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * The app as the server runs it: every request observed, log lines captured as parsed JSON.
- * `level` is LOG_LEVEL.
+ * The app as the server runs it: every request observed, log lines captured as parsed JSON,
+ * and the metrics listener's handler as `scrape`. `level` is LOG_LEVEL.
  */
 async function observedApp(options: Parameters<typeof makeTestApp>[0] = {}, level: "info" | "warn" = "info") {
   const lines: Array<Record<string, unknown>> = [];
@@ -37,7 +38,14 @@ async function observedApp(options: Parameters<typeof makeTestApp>[0] = {}, leve
     const body = init.json === undefined ? undefined : JSON.stringify(init.json);
     return fetch(new Request(`${BASE}${path}`, { method, headers, body }));
   };
-  return { ...t, lines, send };
+  const metricsApp = createMetricsApp({ metrics: t.ops.metrics, token: undefined, log: () => {} });
+  /** A scrape of the metrics listener, parsed. */
+  const scrape = async () => {
+    const response = metricsApp(new Request(`${BASE}/metrics`));
+    expect(response.status).toBe(200);
+    return parsePrometheusText(await response.text());
+  };
+  return { ...t, lines, send, metricsApp, scrape };
 }
 
 /** The one sample called `name` whose labels include `labels`. */
@@ -92,7 +100,13 @@ describe("health and readiness", () => {
 });
 
 describe("metrics", () => {
-  test("GET /metrics parses as Prometheus text: requests by route pattern and status, latency histograms, store figures", async () => {
+  test("the API does not serve /metrics: they have their own listener", async () => {
+    const t = makeTestApp();
+    expect(await expectError(await t.call("GET", "/metrics"), 404)).toBe("No route matches this path.");
+    expect((await t.call("GET", "/metrics", { token: t.tokenFor("alice") })).status).toBe(404);
+  });
+
+  test("a scrape parses as Prometheus text: requests by route pattern and status, latency histograms, the database's size", async () => {
     const t = await observedApp();
     const alice = t.tokenFor("alice");
     t.tokenFor("bob");
@@ -104,9 +118,10 @@ describe("metrics", () => {
     expect((await t.send("GET", "/plants?limit=1&access_token=x", { token: alice })).status).toBe(200);
     expect((await t.send("GET", "/no/such/path")).status).toBe(404);
 
-    const response = await t.send("GET", "/metrics");
+    const response = t.metricsApp(new Request(`${BASE}/metrics`));
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toStartWith("text/plain; version=0.0.4");
+    expect(response.headers.get("cache-control")).toBe("no-store");
     const samples = await parsePrometheusText(await response.text());
 
     const count = (method: string, route: string, status: string) =>
@@ -140,12 +155,27 @@ describe("metrics", () => {
     expect(sample(samples, "http_request_duration_seconds_count", conflict)?.value).toBe(1);
 
     const gauge = (name: string) => sample(samples, name)?.value;
-    expect(gauge("plant_store_plants")).toBe(2);
-    expect(gauge("plant_store_users")).toBe(2);
-    expect(gauge("plant_store_database_bytes")).toBeGreaterThan(0);
-    // The scrape itself is in flight while it is collected.
-    expect(gauge("http_requests_in_flight")).toBe(1);
+    const pages = t.sqlite.query<{ bytes: number }, []>(
+      "SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()",
+    );
+    expect(gauge("plant_store_database_bytes")).toBe(pages.get()?.bytes as number);
+    // A scrape is not an API request: nothing is in flight between requests.
+    expect(gauge("http_requests_in_flight")).toBe(0);
     expect(gauge("process_resident_memory_bytes")).toBeGreaterThan(0);
+    // What this instance did, counted once acknowledged: not the 409, not the 404.
+    expect(sample(samples, "plant_store_plants_created_total")).toMatchObject({ type: "counter", value: 3 });
+    expect(sample(samples, "plant_store_plants_deleted_total")).toMatchObject({ type: "counter", value: 1 });
+    // No figure that a scrape would have to count: plants and users are not read at all.
+    expect(samples.filter((s) => s.name === "plant_store_plants" || s.name === "plant_store_users")).toEqual([]);
+  });
+
+  test("a scrape reads neither the plants nor the users table, so its cost does not grow with the store", async () => {
+    const t = await observedApp();
+    await t.createPlant("1", "Fern", t.tokenFor("alice"));
+    t.sqlite.run("PRAGMA foreign_keys = OFF");
+    for (const table of ["plants", "tokens", "users"]) t.sqlite.run(`DROP TABLE ${table}`);
+    const samples = await t.scrape();
+    expect(sample(samples, "plant_store_database_bytes")?.value).toBeGreaterThan(0);
   });
 
   test("hostile methods and paths cannot grow the number of series", async () => {
@@ -156,8 +186,7 @@ describe("metrics", () => {
       await t.send(methods[i % methods.length] as string, `/random/${i}`);
       await t.send("GET", `/plants/${i}/more`);
     }
-    const text = await (await t.send("GET", "/metrics")).text();
-    const samples = await parsePrometheusText(text);
+    const samples = await t.scrape();
     const series = samples.filter((s) => s.name === "http_requests_total").map((s) => s.labels);
     expect(series).toEqual([
       { method: "other", route: "unmatched", status: "404" },
@@ -165,23 +194,46 @@ describe("metrics", () => {
     ]);
   });
 
-  test("with METRICS_TOKEN set, /metrics wants it as a bearer token", async () => {
+  test("the metrics listener answers GET /metrics only; with METRICS_TOKEN set, it wants it as a bearer token", async () => {
     const secret = "metrics-secret-0123456789";
-    const t = makeTestApp({ metricsToken: secret });
-    const without = await t.call("GET", "/metrics");
-    expect(without.status).toBe(401);
+    const t = makeTestApp();
+    const logged: unknown[] = [];
+    const metricsApp = createMetricsApp({ metrics: t.ops.metrics, token: secret, log: (...line) => logged.push(line) });
+    const scrape = (path: string, init: RequestInit = {}) => metricsApp(new Request(`${BASE}${path}`, init));
+    const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+
+    const without = scrape("/metrics");
     expect(without.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
-    const body = await without.json();
-    expect(body).toEqual({ error: 401, message: "Metrics need the header Authorization: Bearer <METRICS_TOKEN>." });
-    expect(JSON.stringify(body)).not.toContain(secret);
-    expect((await t.call("GET", "/metrics", { token: `${secret}x` })).status).toBe(401);
-    expect((await t.call("GET", "/metrics", { token: t.tokenFor("alice") })).status).toBe(401);
-    expect((await t.call("GET", "/metrics", { token: secret })).status).toBe(200);
+    const message = await expectError(without, 401);
+    expect(message).toBe("Metrics need the header Authorization: Bearer <METRICS_TOKEN>.");
+    expect(message).not.toContain(secret);
+    expect(scrape("/metrics", bearer(`${secret}x`)).status).toBe(401);
+    expect(scrape("/metrics", bearer(t.tokenFor("alice"))).status).toBe(401);
+    expect(scrape("/metrics", { headers: { authorization: `Basic ${secret}` } }).status).toBe(401);
+    expect(scrape("/metrics", bearer(secret)).status).toBe(200);
+    expect(scrape("/metrics?x=1", { headers: { authorization: `bearer ${secret}` } }).status).toBe(200);
+
+    for (const path of ["/", "/healthz", "/plants", "/metrics/", "/metricsx"]) {
+      expect(await expectError(scrape(path, bearer(secret)), 404)).toBe("No route matches this path.");
+    }
+    const post = scrape("/metrics", { method: "POST", ...bearer(secret) });
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
+    await expectError(post, 405);
+    expect(logged).toEqual([]);
   });
 
-  test("with METRICS=off there is no /metrics route", async () => {
-    const t = makeTestApp({ metricsEnabled: false });
-    expect((await t.call("GET", "/metrics")).status).toBe(404);
+  test("a scrape that fails is a 500 with the Error body, and the fault is logged", async () => {
+    const t = makeTestApp();
+    const logged: Array<[string, unknown]> = [];
+    const metricsApp = createMetricsApp({
+      metrics: t.ops.metrics,
+      token: undefined,
+      log: (message, detail) => logged.push([message, detail]),
+    });
+    t.sqlite.close(true);
+    const response = metricsApp(new Request(`${BASE}/metrics`));
+    expect(await expectError(response, 500)).toBe("Internal server error; the failure has been logged.");
+    expect(logged.map(([message]) => message)).toEqual(["metrics scrape failed"]);
   });
 });
 
@@ -296,6 +348,8 @@ describe("the running server", () => {
     scratch = scratchDir();
     server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
     const token = server.startupOutput.match(/^pst_\S+$/m)?.[0];
+    // Without METRICS_PORT there is no metrics listener.
+    expect(server.startupOutput).not.toContain("metrics");
     expect((await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     expect(await server.stop()).toBe(0);
@@ -362,5 +416,62 @@ describe("the running server", () => {
     });
     expect(lines.at(-1)).toMatchObject({ level: "info", msg: "Stopped cleanly." });
     server = undefined;
+  });
+
+  test("metrics are on their own listener, bound to 127.0.0.1 only; the API's port has no /metrics", async () => {
+    scratch = scratchDir();
+    const secret = "metrics-secret-0123456789";
+    server = await startServer({
+      DATABASE_URL: `${scratch.dir}/plants.sqlite`,
+      HOST: "0.0.0.0",
+      METRICS_PORT: "0",
+      METRICS_TOKEN: secret,
+    });
+    const metricsUrl = /"metricsUrl":"([^"]+)"/.exec(server.startupOutput)?.[1] as string;
+    expect(server.startupOutput).toContain(`metrics at ${metricsUrl}`);
+    const metrics = new URL(metricsUrl);
+    expect(metrics.hostname).toBe("127.0.0.1");
+    expect(metrics.pathname).toBe("/metrics");
+    const apiPort = new URL(server.url).port;
+    const bearer = { headers: { authorization: `Bearer ${secret}` } };
+
+    expect((await fetch(`http://127.0.0.1:${apiPort}/metrics`, bearer)).status).toBe(404);
+    // All of 127/8 reaches this host: the API (on 0.0.0.0) answers at 127.0.0.2, metrics do not.
+    expect((await fetch(`http://127.0.0.2:${apiPort}/healthz`)).status).toBe(200);
+    expect(await fetch(`http://127.0.0.2:${metrics.port}/metrics`, bearer).catch((error) => error.code)).toBe(
+      "ECONNREFUSED",
+    );
+
+    expect((await fetch(metricsUrl)).status).toBe(401);
+    const scraped = await fetch(metricsUrl, bearer);
+    expect(scraped.status).toBe(200);
+    const samples = await parsePrometheusText(await scraped.text());
+    expect(sample(samples, "http_requests_total", { route: "/healthz", status: "200" })?.value).toBe(1);
+    expect(sample(samples, "http_requests_total", { route: "unmatched", status: "404" })?.value).toBe(1);
+    expect(await server.stop()).toBe(0);
+    expect(await server.output()).toContain("Stopped cleanly.");
+    server = undefined;
+  });
+
+  test("a METRICS_PORT already in use stops start-up with one line and exit 1", async () => {
+    scratch = scratchDir();
+    const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("taken") });
+    try {
+      const { stdout, stderr, code } = await runToExit(["bun", "src/index.ts"], {
+        env: {
+          PORT: "0",
+          HOST: "127.0.0.1",
+          DATABASE_URL: `${scratch.dir}/plants.sqlite`,
+          METRICS_PORT: `${taken.port}`,
+        },
+      });
+      expect(code).toBe(1);
+      expect(stdout).not.toContain("listening");
+      const lines = stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toStartWith(`plant-store: cannot listen for metrics on 127.0.0.1:${taken.port}: `);
+    } finally {
+      await taken.stop(true);
+    }
   });
 });

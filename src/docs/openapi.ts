@@ -12,6 +12,59 @@ const assets = new Map([
   ["swagger-ui.css", { path: swaggerCss, type: "text/css; charset=utf-8" }],
 ]);
 
+/**
+ * The page is ours rather than the plugin's, so it can carry a Content-Security-Policy: its
+ * one inline script (Swagger UI's options) is allowed by its hash, everything else must come
+ * from this origin, and no other site may frame it (clickjacking the Authorize dialog).
+ * Swagger UI's inline styles are set through the DOM, which `style-src 'self'` allows.
+ */
+function swaggerPage(persistAuthorization: boolean) {
+  const options = JSON.stringify({
+    url: "/swagger/json",
+    dom_id: "#swagger-ui",
+    // Kept in localStorage only when asked: there any script on this origin can read it later.
+    persistAuthorization,
+    // The validator badge would fetch from validator.swagger.io, which the policy refuses.
+    validatorUrl: null,
+  });
+  // A token an earlier page left behind is removed once persisting is off (where storage is
+  // refused, reading localStorage throws: the page must still start).
+  const forget = persistAuthorization ? "" : 'try { localStorage.removeItem("authorized"); } catch {}';
+  const init = `${forget}\nwindow.ui = SwaggerUIBundle(${options});\n`;
+  const hash = new Bun.CryptoHasher("sha256").update(init).digest("base64");
+  const html = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<meta name="viewport" content="width=device-width, initial-scale=1" />
+<title>Plant Store</title>
+<link rel="stylesheet" href="${ASSETS_PATH}/swagger-ui.css" />
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="${ASSETS_PATH}/swagger-ui-bundle.js"></script>
+<script>${init}</script>
+</body>
+</html>
+`;
+  const policy = [
+    "default-src 'none'",
+    `script-src 'self' 'sha256-${hash}'`,
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join("; ");
+  const headers = {
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": policy,
+    "x-frame-options": "DENY",
+  };
+  return () => new Response(html, { headers });
+}
+
 type Schemas = Record<string, Record<string, unknown>>;
 type Document = { components?: { schemas?: Schemas } };
 
@@ -27,9 +80,15 @@ function withoutSchemaIds(document: Document): Document {
   return { ...document, components: { ...document.components, schemas: cleaned } };
 }
 
-export function apiDocs() {
+export interface ApiDocsOptions {
+  /** Whether Swagger UI keeps the token in localStorage (SWAGGER_PERSIST_AUTHORIZATION). */
+  persistAuthorization: boolean;
+}
+
+export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
   // The plugin builds its document once and serves that object: clean it once too.
   const cleaned = new WeakMap<Document, Document>();
+  const page = swaggerPage(persistAuthorization);
   return new Elysia({ name: "api-docs" })
     .onAfterHandle(({ path, response }) => {
       if (path !== "/swagger/json") return;
@@ -45,13 +104,8 @@ export function apiDocs() {
       openapi({
         path: "/swagger",
         specPath: "/swagger/json",
-        provider: "swagger-ui",
-        swagger: {
-          cdn: `${ASSETS_PATH}/swagger-ui-bundle.js`,
-          theme: `${ASSETS_PATH}/swagger-ui.css`,
-          autoDarkMode: false,
-          persistAuthorization: true,
-        },
+        // The document only: the page is served below.
+        provider: null,
         documentation: {
           info: {
             title: "Plant Store",
@@ -69,6 +123,7 @@ export function apiDocs() {
         },
       }),
     )
+    .get("/swagger", page, { detail: { hide: true } })
     .get(
       `${ASSETS_PATH}/:file`,
       ({ params }) => {

@@ -2,7 +2,6 @@ import { Elysia } from "elysia";
 import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../db/health";
 import type { StoreFailureKind } from "../db/store-errors";
 import { errorResponse, faultDetail } from "../http/errors";
-import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
 /** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
 export interface Lifecycle {
@@ -17,26 +16,15 @@ export interface OpsRoutesDeps {
   storeProblem(): StoreFailureKind | undefined;
   /** Damage seen by any query keeps the service unready until a restart. */
   health: StoreHealth;
-  metrics: Metrics;
-  metricsEnabled: boolean;
-  metricsToken: string | undefined;
   log(message: string, detail: unknown, request?: Request): void;
 }
 
 const NO_STORE = { "cache-control": "no-store" };
 const hidden = { detail: { hide: true } };
 
-const digest = (text: string) => new Uint8Array(new Bun.CryptoHasher("sha256").update(text).digest());
-
-/** Compares digests, so the time taken says nothing about how much of the token matched. */
-function tokenMatches(header: string | null, expected: Uint8Array): boolean {
-  const given = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
-  return given !== undefined && crypto.timingSafeEqual(digest(given), expected);
-}
-
 /**
- * Health, readiness and metrics: unauthenticated (metrics unless a token is configured),
- * outside the rate limit, and left out of the API's OpenAPI document.
+ * Health and readiness: unauthenticated, outside the rate limit, and left out of the API's
+ * OpenAPI document. Metrics have their own listener (src/ops/metrics-app.ts).
  */
 const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
   capacity: "The service is at capacity.",
@@ -46,17 +34,8 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
   corrupt: "The store's database is damaged.",
 };
 
-export function opsRoutes({
-  lifecycle,
-  pingDatabase,
-  storeProblem,
-  health,
-  metrics,
-  metricsEnabled,
-  metricsToken,
-  log,
-}: OpsRoutesDeps) {
-  const app = new Elysia({ name: "ops" })
+export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }: OpsRoutesDeps) {
+  return new Elysia({ name: "ops" })
     .get(
       "/healthz",
       ({ set }) => {
@@ -85,18 +64,4 @@ export function opsRoutes({
       },
       hidden,
     );
-  if (!metricsEnabled) return app;
-  const expected = metricsToken === undefined ? undefined : digest(metricsToken);
-  return app.get(
-    "/metrics",
-    ({ request }) => {
-      if (expected && !tokenMatches(request.headers.get("authorization"), expected)) {
-        return errorResponse(401, "Metrics need the header Authorization: Bearer <METRICS_TOKEN>.", {
-          "www-authenticate": 'Bearer realm="metrics"',
-        });
-      }
-      return new Response(metrics.render(), { headers: { "content-type": METRICS_CONTENT_TYPE, ...NO_STORE } });
-    },
-    hidden,
-  );
 }

@@ -4,6 +4,7 @@ import type { TokenStore } from "../auth/tokens";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
+import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
@@ -14,6 +15,7 @@ export interface PlantRoutesDeps {
   limits: AuthLimits;
   body: BodyLimits;
   notes: RequestNotes;
+  metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
 }
 
 /*
@@ -21,7 +23,7 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, metrics }: PlantRoutesDeps) {
   return new Elysia({ prefix: "/plants" })
     .use(bearerAuth(tokens, limits, notes))
     .model({ ...plantModels, ...errorModels })
@@ -31,6 +33,7 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes }:
         const plant = await plants.createPlant(user.id, body);
         if (!plant)
           throw new HttpError(409, "id: you already have a plant with this id; delete it first to replace it");
+        metrics.plantCreated();
         return plant;
       },
       {
@@ -74,6 +77,7 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes }:
       async ({ params, user, set }) => {
         if (!(await plants.deletePlant(user.id, params.id)))
           throw new HttpError(404, "id: you have no plant with this id");
+        metrics.plantDeleted();
         set.status = 204;
       },
       {

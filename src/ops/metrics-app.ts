@@ -1,0 +1,58 @@
+import { errorResponse, faultDetail } from "../http/errors";
+import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
+
+export interface MetricsAppDeps {
+  metrics: Metrics;
+  /** When set, a scrape wants `Authorization: Bearer <this>`. */
+  token: string | undefined;
+  log(message: string, detail: unknown): void;
+}
+
+const digest = (text: string) => new Uint8Array(new Bun.CryptoHasher("sha256").update(text).digest());
+
+/** Compares digests, so the time taken says nothing about how much of the token matched. */
+function tokenMatches(header: string | null, expected: Uint8Array): boolean {
+  const given = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
+  return given !== undefined && crypto.timingSafeEqual(digest(given), expected);
+}
+
+/** The path of an absolute URL, without its query. */
+function pathOf(url: string): string {
+  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
+  const query = path.indexOf("?");
+  return query < 0 ? path : path.slice(0, query);
+}
+
+/**
+ * What the metrics listener answers: `GET /metrics` and nothing else. A plain handler rather
+ * than an Elysia app: one route needs no router, and it keeps the listener's start-up cheap.
+ */
+export function createMetricsApp({ metrics, token, log }: MetricsAppDeps) {
+  const expected = token === undefined ? undefined : digest(token);
+  const headers = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
+  return (request: Request): Response => {
+    if (pathOf(request.url) !== "/metrics") return errorResponse(404, "No route matches this path.", headers);
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return errorResponse(405, "This path accepts only GET, HEAD.", { ...headers, allow: "GET, HEAD" });
+    }
+    if (expected && !tokenMatches(request.headers.get("authorization"), expected)) {
+      return errorResponse(401, "Metrics need the header Authorization: Bearer <METRICS_TOKEN>.", {
+        ...headers,
+        "www-authenticate": 'Bearer realm="metrics"',
+      });
+    }
+    try {
+      return new Response(metrics.render(), { headers: { ...headers, "content-type": METRICS_CONTENT_TYPE } });
+    } catch (error) {
+      log("metrics scrape failed", faultDetail(error));
+      return errorResponse(500, "Internal server error; the failure has been logged.", headers);
+    }
+  };
+}
+
+export type MetricsApp = ReturnType<typeof createMetricsApp>;
+
+/** The metrics listener, apart from the API's: by default on 127.0.0.1 only. */
+export function serveMetrics(app: MetricsApp, { host, port }: { host: string; port: number }) {
+  return Bun.serve({ hostname: host, port, fetch: app });
+}
