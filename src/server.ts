@@ -54,7 +54,7 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
     idleTimeout: idleTimeoutSeconds,
     maxRequestBodySize: MAX_DECLARED_BODY_BYTES,
     fetch(request, server) {
-      const client = server.requestIP(request)?.address;
+      const client = () => server.requestIP(request)?.address;
       const target = addressable(request);
       const result =
         "refused" in target

@@ -45,7 +45,7 @@ describe("failed authentications per client address", () => {
     const request = new Request(`${BASE}/plants`, {
       headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
     });
-    t.ops.notes.set(request, { id: "test", userId: undefined, client });
+    t.ops.notes.set(request, { id: "test", userId: undefined, client: () => client });
     return t.app.handle(request);
   }
 

@@ -47,14 +47,15 @@ export function authenticateRequest(
   tokens: TokenStore,
   limits: AuthLimits,
   request: Request,
-  client = "unknown",
+  clientOf: () => string | undefined = () => undefined,
 ): AuthenticatedUser {
-  const blockedFor = limits.failuresPerClient.spent(client);
+  const client = () => clientOf() ?? "unknown";
+  const blockedFor = limits.failuresPerClient.isEmpty() ? undefined : limits.failuresPerClient.spent(client());
   if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
   const token = bearerToken(request.headers.get("authorization"));
   const user = token === undefined ? undefined : tokens.authenticate(token);
   if (!user) {
-    limits.failuresPerClient.take(client);
+    limits.failuresPerClient.take(client());
     throw unauthorized(token !== undefined);
   }
   const retryAfter = limits.perToken.take(user.tokenId);

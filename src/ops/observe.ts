@@ -5,7 +5,7 @@ import type { Metrics } from "./metrics";
 import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
 
 type Handler = (request: Request) => Response | Promise<Response>;
-type ObservedHandler = (request: Request, client?: string) => Response | Promise<Response>;
+type ObservedHandler = (request: Request, client?: () => string | undefined) => Response | Promise<Response>;
 
 export interface ObserveDeps {
   access: (line: AccessLine) => void;
@@ -14,6 +14,8 @@ export interface ObserveDeps {
   /** The app's routes: their patterns label the logs and metrics. */
   routes: readonly RouteLike[];
 }
+
+const noAddress = () => undefined;
 
 /** The path of an absolute URL, without its query: the query may hold anything, even a token. */
 function pathOf(url: string): string {
@@ -48,7 +50,7 @@ export function observed(handle: Handler, { access, notes, metrics, routes }: Ob
     });
   }
 
-  return (request, client) => {
+  return (request, client = noAddress) => {
     const started = performance.now();
     const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined, client };
     notes.set(request, note);

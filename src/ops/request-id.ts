@@ -2,8 +2,11 @@
 export interface RequestNote {
   readonly id: string;
   userId: number | undefined;
-  /** The peer's address as the socket gives it (failed authentication is limited per address). */
-  readonly client: string | undefined;
+  /**
+   * The peer's address as the socket gives it (failed authentication is limited per address);
+   * asked only when needed, as looking it up costs every request a little.
+   */
+  readonly client: () => string | undefined;
 }
 
 /** Notes by request: the access log reads them once the response is made. */
