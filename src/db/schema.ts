@@ -1,13 +1,20 @@
 import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * A signed 64-bit integer kept exact: bun:sqlite binds a bigint as INTEGER without rounding.
- * Reads come back as JS numbers (exact only up to 2^53); the API never returns plant ids,
- * so nothing here depends on reading them back.
+ * A signed 64-bit integer kept exact: bun:sqlite binds a bigint as INTEGER without rounding,
+ * and a statement with `safeIntegers(true)` reads it back as a bigint. Without that, the
+ * driver hands over a number already rounded past 2^53: reading one is refused rather than
+ * turned into a wrong bigint.
  */
 const int64 = customType<{ data: bigint; driverData: bigint | number }>({
   dataType: () => "integer",
-  fromDriver: (value) => BigInt(value),
+  fromDriver: (value) => {
+    if (typeof value === "bigint") return value;
+    if (!Number.isSafeInteger(value)) {
+      throw new RangeError("an int64 column was read without safeIntegers: the driver already rounded it");
+    }
+    return BigInt(value);
+  },
 });
 
 export const users = sqliteTable("users", {

@@ -25,11 +25,23 @@ export function exactInteger(source: string): bigint | number | undefined {
   return sign === "-" ? -magnitude : magnitude;
 }
 
-/** JSON.parse that keeps every `id` number exact, using the literal's source text. */
-export function parseJsonKeepingIds(text: string): unknown {
-  return JSON.parse(text, (key, value, context?: { source?: string }) => {
-    if (key !== "id" || typeof value !== "number" || context?.source === undefined) return value;
-    return exactInteger(context.source) ?? value;
+/** A plain integer literal that JSON.parse reads exactly: the common case, decided without parsing. */
+const SHORT_INTEGER = /^-?[0-9]{1,15}$/;
+
+/**
+ * JSON.parse that keeps every number exact, whatever its key, so a field whose schema is Int64
+ * is exact by construction: an integer literal past 2^53 comes back as a bigint read from its
+ * source text (`9223372036854775807`, `9.2e18`), and a fraction that JSON.parse would round to
+ * an integer (`1e-400` → 0, `1.0000000000000000001` → 1) comes back as NaN, which no integer
+ * schema accepts. Every other number is JSON.parse's own.
+ */
+export function parseJsonExact(text: string): unknown {
+  return JSON.parse(text, (_key, value, context?: { source?: string }) => {
+    const source = context?.source;
+    if (typeof value !== "number" || source === undefined || SHORT_INTEGER.test(source)) return value;
+    const exact = exactInteger(source);
+    if (typeof exact === "bigint") return Number.isSafeInteger(value) ? value : exact;
+    return exact === undefined && Number.isInteger(value) ? Number.NaN : value;
   });
 }
 
@@ -108,7 +120,7 @@ export async function parseJsonBody(request: Request, limits: BodyLimits): Promi
     throw new HttpError(400, "body: must be UTF-8 encoded JSON");
   }
   try {
-    return parseJsonKeepingIds(text);
+    return parseJsonExact(text);
   } catch {
     throw new HttpError(400, "body: must be a valid JSON document");
   }

@@ -14,7 +14,11 @@ export const INT32_MAX = 2_147_483_647;
 const inInt64 = (value: bigint) => value >= INT64_MIN && value <= INT64_MAX;
 const DECIMAL = /^-?[0-9]{1,20}$/;
 
-TypeRegistry.Set("Int64", (_schema, value) => typeof value === "bigint" && inInt64(value));
+// What the body reader gives an integer: a number when it is safe, a bigint past 2^53.
+TypeRegistry.Set(
+  "Int64",
+  (_schema, value) => (typeof value === "bigint" && inInt64(value)) || Number.isSafeInteger(value),
+);
 TypeRegistry.Set(
   "DecimalInt64",
   (_schema, value) => typeof value === "string" && DECIMAL.test(value) && inInt64(BigInt(value)),
@@ -56,9 +60,9 @@ export function withOwnMessage<S extends object>(schema: S): S {
 }
 
 /**
- * A JSON body integer, already turned into an exact bigint by `parseJsonBody`. Typed as what a
- * client sends (a number; a bigint cannot go through JSON.stringify), so typed clients such as
- * Eden accept it; on the server it is always a bigint.
+ * A JSON body integer, kept exact by `parseJsonBody`: a safe integer as a number, anything
+ * larger as a bigint; stores bind it with `BigInt()`. Typed as what a client sends (a number;
+ * a bigint cannot go through JSON.stringify), so typed clients such as Eden accept it.
  */
 export const Int64 = (options: { description?: string } = {}) =>
   withOwnMessage(t.Unsafe<bigint | number>({ [Kind]: "Int64", ...int64Doc, ...options }));

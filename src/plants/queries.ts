@@ -56,7 +56,7 @@ export function createPlantQueries(db: AppDatabase, writes: GroupCommit) {
     /** The stored plant, or undefined when the owner already has one with this id. */
     async createPlant(ownerId: number, plant: NewPlant): Promise<Plant | undefined> {
       const row = await writes.run(() =>
-        insert.get({ ownerId, id: plant.id, name: plant.name, tag: plant.tag ?? null }),
+        insert.get({ ownerId, id: BigInt(plant.id), name: plant.name, tag: plant.tag ?? null }),
       );
       return row && toPlant(row);
     },
