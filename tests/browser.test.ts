@@ -65,8 +65,8 @@ const authorizedSchemes = (page: Page) =>
   page.evaluate<string[]>("Object.keys(window.ui.authSelectors.authorized().toJS())");
 
 /** Opens Swagger UI and waits until it shows all three operations. */
-async function openSwagger(page: Page, serverUrl: string) {
-  const response = await page.goto(`${serverUrl}/swagger`);
+async function openSwagger(page: Page, serverUrl: string, path = "/swagger") {
+  const response = await page.goto(`${serverUrl}${path}`);
   for (const [method, path] of OPERATIONS) await operation(page, method, path).waitFor();
   return response;
 }
@@ -220,6 +220,21 @@ describe("Swagger UI in a headless browser, offline", () => {
         await example.or(errors).first().waitFor();
       }
       expect(await errors.allTextContents()).toEqual([]);
+      expect(leftOrigin).toEqual([]);
+      expect(await cspViolationsOf(page)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test("works at /swagger/ too: the trailing slash changes nothing", async () => {
+    if (!server || !browser) throw new Error("set-up failed");
+    const { context, leftOrigin } = await offlineContext(browser, server.url);
+    try {
+      const page = await context.newPage();
+      const response = await openSwagger(page, server.url, "/swagger/");
+      expect(response?.status()).toBe(200);
+      expect(await page.locator(".errors-wrapper").allTextContents()).toEqual([]);
       expect(leftOrigin).toEqual([]);
       expect(await cspViolationsOf(page)).toEqual([]);
     } finally {

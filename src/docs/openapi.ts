@@ -5,6 +5,7 @@ import swaggerBundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "f
 import { HttpError } from "../http/errors";
 
 const ASSETS_PATH = "/swagger/assets";
+const DOCUMENT_PATH = "/swagger/json";
 
 /** Served by the service itself so the page works with no internet access. */
 const assets = new Map([
@@ -20,7 +21,7 @@ const assets = new Map([
  */
 function swaggerPage(persistAuthorization: boolean) {
   const options = JSON.stringify({
-    url: "/swagger/json",
+    url: DOCUMENT_PATH,
     dom_id: "#swagger-ui",
     // Kept in localStorage only when asked: there any script on this origin can read it later.
     persistAuthorization,
@@ -89,50 +90,59 @@ export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
   // The plugin builds its document once and serves that object: clean it once too.
   const cleaned = new WeakMap<Document, Document>();
   const page = swaggerPage(persistAuthorization);
-  return new Elysia({ name: "api-docs" })
-    .onAfterHandle(({ path, response }) => {
-      if (path !== "/swagger/json") return;
-      const document = response as Document;
-      let served = cleaned.get(document);
-      if (!served) {
-        served = withoutSchemaIds(document);
-        cleaned.set(document, served);
-      }
-      return served;
-    })
-    .use(
-      openapi({
-        path: "/swagger",
-        specPath: "/swagger/json",
-        // The document only: the page is served below.
-        provider: null,
-        documentation: {
-          info: {
-            title: "Plant Store",
-            version: "1.0.0",
-            description: "Stores plants for the users who own them.",
-            license: { name: "MIT", url: "https://opensource.org/licenses/MIT" },
-          },
-          components: {
-            securitySchemes: {
-              bearerAuth: { type: "http", scheme: "bearer", description: "A token from `bun run cli token create`" },
-            },
-          },
-          security: [{ bearerAuth: [] }],
-          tags: [{ name: "plants", description: "Your plants" }],
-        },
-      }),
-    )
-    .get("/swagger", page, { detail: { hide: true } })
-    .get(
-      `${ASSETS_PATH}/:file`,
-      ({ params }) => {
-        const asset = assets.get(params.file);
-        if (!asset) throw new HttpError(404, "No such documentation asset.");
-        return new Response(Bun.file(asset.path), {
-          headers: { "content-type": asset.type, "cache-control": "public, max-age=86400" },
-        });
+  const cleanedOnce = (document: Document) => {
+    let served = cleaned.get(document);
+    if (!served) {
+      served = withoutSchemaIds(document);
+      cleaned.set(document, served);
+    }
+    return served;
+  };
+  const plugin = openapi({
+    path: "/swagger",
+    specPath: DOCUMENT_PATH,
+    // The document only: the page is served below.
+    provider: null,
+    documentation: {
+      info: {
+        title: "Plant Store",
+        version: "1.0.0",
+        description: "Stores plants for the users who own them.",
+        license: { name: "MIT", url: "https://opensource.org/licenses/MIT" },
       },
-      { detail: { hide: true } },
-    );
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: "http", scheme: "bearer", description: "A token from `bun run cli token create`" },
+        },
+      },
+      security: [{ bearerAuth: [] }],
+      tags: [{ name: "plants", description: "Your plants" }],
+    },
+  });
+  // The plugin serves its document at one path; /openapi.json (where most tools look first)
+  // is answered by the same handler, so both are one document.
+  const documentRoute = plugin.routes.find((route) => route.path === DOCUMENT_PATH);
+  if (!documentRoute) throw new Error(`@elysiajs/openapi no longer routes ${DOCUMENT_PATH}`);
+  const buildDocument = documentRoute.handler as () => Document;
+  return (
+    new Elysia({ name: "api-docs" })
+      .onAfterHandle(({ path, response }) => {
+        if (path === DOCUMENT_PATH) return cleanedOnce(response as Document);
+      })
+      .use(plugin)
+      .get("/openapi.json", () => cleanedOnce(buildDocument()), { detail: { hide: true } })
+      // Elysia answers /swagger/ here too; the page names its document and assets by absolute path.
+      .get("/swagger", page, { detail: { hide: true } })
+      .get(
+        `${ASSETS_PATH}/:file`,
+        ({ params }) => {
+          const asset = assets.get(params.file);
+          if (!asset) throw new HttpError(404, "No such documentation asset.");
+          return new Response(Bun.file(asset.path), {
+            headers: { "content-type": asset.type, "cache-control": "public, max-age=86400" },
+          });
+        },
+        { detail: { hide: true } },
+      )
+  );
 }
