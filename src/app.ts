@@ -92,7 +92,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
         log,
       }),
     )
-    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes }));
+    .use(plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes: ops.notes, log }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -1,12 +1,14 @@
 import { Elysia } from "elysia";
+import type { FaultLog } from "../app";
 import { bearerAuth } from "../auth/plugin";
 import type { TokenStore } from "../auth/tokens";
-import { HttpError } from "../http/errors";
+import { faultDetail, HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
 import type { RateLimiter } from "../http/rate-limit";
 import type { RequestNotes } from "../ops/request-id";
-import { listPlantsQuery, plantIdParams, plantModels } from "./model";
+import { listAnswer } from "./list-answer";
+import { listPlantsQuery, type Plant, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
 
 export interface PlantRoutesDeps {
@@ -15,6 +17,7 @@ export interface PlantRoutesDeps {
   limiter: RateLimiter;
   bodyLimitBytes: number;
   notes: RequestNotes;
+  log: FaultLog;
 }
 
 /*
@@ -22,7 +25,10 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes, log }: PlantRoutesDeps) {
+  const faultLoggerFor = (request: Request) => (error: unknown) => {
+    log("listing plants failed mid-answer", faultDetail(error), request);
+  };
   return new Elysia({ prefix: "/plants" })
     .use(bearerAuth(tokens, limiter, notes))
     .model({ ...plantModels, ...errorModels })
@@ -50,11 +56,17 @@ export function plantRoutes({ plants, tokens, limiter, bodyLimitBytes, notes }: 
     )
     .get(
       "",
-      ({ query, user }) => {
+      ({ query, user, request }) => {
         // Elysia reads a handler's source and compiles the route as async when it sees
         // "=> f(" or "return f(" (and Bun's transpiler folds `const x = f(); return x` into
-        // that), which costs every request a promise. The ternary keeps it synchronous.
-        return query.limit === undefined ? plants.listPlants(user.id) : plants.listPlants(user.id, Number(query.limit));
+        // that), which costs every request a promise. The ternary keeps it synchronous
+        // (tests/plants-list.test.ts checks it). A limit within one chunk is the hot path, one
+        // statement; anything longer may be streamed (list-answer.ts).
+        const limit = query.limit === undefined ? undefined : Number(query.limit);
+        // A streamed answer is a Response carrying the same JSON array: typed as one for clients.
+        return limit !== undefined && limit <= plants.listChunkSize
+          ? plants.listPlants(user.id, limit)
+          : (listAnswer(plants, user.id, limit, faultLoggerFor(request)) as Plant[]);
       },
       {
         query: listPlantsQuery,
