@@ -3,7 +3,8 @@
  * machine, same load, alternating rounds, every figure as a ratio to the baseline.
  *
  * Options (environment): BENCH_ROUNDS (5), BENCH_SECONDS per run (4), BENCH_CONNECTIONS (32),
- * BENCH_LARGE=0 to skip the 1,000,000-plant read check.
+ * BENCH_LARGE=0 to skip the 1,000,000-plant read check, BENCH_BIG_LIST=0 to skip the big-list
+ * scenario (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled).
  *
  * The machine is shared and noisy, so each ratio is the median of per-round ratios: in a
  * round the service and the baseline run back to back (their order alternating), so both
@@ -13,103 +14,19 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { bigListScenario, printBigList } from "./big-list";
 import { runBehaviourChecks } from "./checks";
+import { cli, fail, fmt, median, peakRssKiB, ROOT, type Running, startTarget, TARGETS, type Target } from "./targets";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 const LUA_DIR = join(ROOT, "bench", "lua");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const LARGE = process.env.BENCH_LARGE !== "0";
+const BIG_LIST = process.env.BENCH_BIG_LIST !== "0";
 const SEED_PER_USER = 1000;
 const SCENARIOS = ["read", "write", "mix"] as const;
 type Scenario = (typeof SCENARIOS)[number];
-
-interface Target {
-  name: "service" | "baseline";
-  command: string[];
-  env: Record<string, string>;
-}
-
-const TARGETS: Target[] = [
-  {
-    name: "service",
-    command: ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")],
-    // Production settings: durable writes; rate limiting off so the load is not throttled.
-    env: { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0" },
-  },
-  {
-    name: "baseline",
-    command: ["bun", join(ROOT, "bench/baseline/server.ts")],
-    env: { DB_SYNCHRONOUS: "NORMAL" },
-  },
-];
-
-interface Running {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-function fail(message: string): never {
-  console.error(`bench: ${message}`);
-  process.exit(1);
-}
-
-/**
- * Servers write their output to a file beside the database, as a service writing its log to
- * disk would: read through a pipe by this process, the access log's 30,000 lines a second
- * would cost the shared CPU more than the service spends writing them.
- */
-async function waitForListening(name: string, logPath: string, exited: () => boolean): Promise<string> {
-  for (;;) {
-    const file = Bun.file(logPath);
-    const output = (await file.exists()) ? await file.text() : "";
-    const url = /listening on (http:\/\/[^\s"]+)/.exec(output)?.[1];
-    if (url) return url;
-    if (exited()) fail(`${name} exited before listening: ${output}`);
-    await Bun.sleep(2);
-  }
-}
-
-let launches = 0;
-/** A fresh file per launch: Bun does not truncate a file it is given as stdout. */
-const logPathFor = (databasePath: string, name: string) => `${databasePath}.${name}-${++launches}.log`;
-
-async function startTarget(target: Target, databasePath: string): Promise<Running> {
-  const logPath = logPathFor(databasePath, target.name);
-  let exited = false;
-  const proc = Bun.spawn(target.command, {
-    cwd: ROOT,
-    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
-    stdout: Bun.file(logPath),
-    stderr: "inherit",
-    onExit: () => {
-      exited = true;
-    },
-  });
-  const url = await waitForListening(target.name, logPath, () => exited);
-  return {
-    url,
-    pid: proc.pid,
-    stop: async () => {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
-}
-
-async function cli(args: string[], databasePath: string): Promise<string> {
-  const proc = Bun.spawn(["bun", join(ROOT, "src/cli.ts"), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databasePath },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-  if (code !== 0) fail(`cli ${args.join(" ")} failed`);
-  return stdout.trim().split("\n").at(-1) ?? "";
-}
 
 async function seed(url: string, token: string, count: number) {
   const ids = Array.from({ length: count }, (_, i) => i + 1);
@@ -125,12 +42,6 @@ async function seed(url: string, token: string, count: number) {
     );
     if (responses.some((r) => r.status !== 200)) fail(`seeding ${url} failed`);
   }
-}
-
-/** Peak resident memory of a process so far, from the kernel's high-water mark. */
-async function peakRssKiB(pid: number): Promise<number> {
-  const status = await Bun.file(`/proc/${pid}/status`).text();
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN);
 }
 
 interface WrkResult {
@@ -177,12 +88,6 @@ async function wrk(url: string, scenario: Scenario, tokens: [string, string], id
   } satisfies WrkResult;
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
-
 /** Launch to the first successful authenticated request, in ms. */
 async function coldStart(target: Target, databasePath: string, token: string): Promise<number> {
   const started = performance.now();
@@ -214,14 +119,11 @@ function ratio(value: number, baseline: number) {
   return baseline > 0 ? value / baseline : Number.NaN;
 }
 
-const fmt = (n: number, digits = 0) =>
-  Number.isFinite(n)
-    ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-    : "-";
 const mark = (ok: boolean) => (ok ? "met" : "NOT met");
 
 async function main() {
   if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
+  if (BIG_LIST && Bun.spawnSync(["which", "curl"]).exitCode !== 0) fail("curl is not installed (or BENCH_BIG_LIST=0)");
   const dir = mkdtempSync(join(tmpdir(), "plant-store-bench-"));
   try {
     const paths = { service: join(dir, "service.sqlite"), baseline: join(dir, "baseline.sqlite") };
@@ -333,6 +235,7 @@ async function main() {
         `read at 1,000,000 plants: ${fmt(large.large)} vs ${fmt(large.small)} req/s at ${2 * SEED_PER_USER} plants = ${fmt(large.ratio, 2)}× (≥ 0.87, i.e. within 1.15×) → ${mark(large.ratio >= 1 / 1.15)}`,
       );
     }
+    if (BIG_LIST) printBigList(await bigListScenario(dir));
     console.log(`\nTargets:\n  ${verdicts.join("\n  ")}`);
     console.log(allMet ? "\nAll targets met." : "\nSome targets are not met (see above).");
   } finally {

@@ -3,7 +3,7 @@ import { type Clock, createTokenStore } from "./auth/tokens";
 import type { Config } from "./config";
 import type { AppDatabase } from "./db/client";
 import { createGroupCommit } from "./db/group-commit";
-import { createStoreHealth } from "./db/health";
+import { createStoreHealth, DAMAGED_LOG_MESSAGE } from "./db/health";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse, faultDetail } from "./http/errors";
 import { createRateLimiter } from "./http/rate-limit";
@@ -85,6 +85,11 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   const health = createStoreHealth();
+  /** For faults no error handler sees (a list failing mid-answer): damage still turns readiness off. */
+  const storeFaultLog: FaultLog = (message, detail, request) =>
+    health.noteFault(detail)
+      ? log(DAMAGED_LOG_MESSAGE, faultDetail(detail), request)
+      : log(message, faultDetail(detail), request);
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
@@ -104,7 +109,7 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
         log,
       }),
     )
-    .use(plantRoutes({ plants, tokens, limits, body, notes: ops.notes, metrics: ops.metrics }));
+    .use(plantRoutes({ plants, tokens, limits, body, notes: ops.notes, metrics: ops.metrics, log: storeFaultLog }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -129,11 +129,18 @@ describe("a database damaged inside the file", () => {
       // Start-up reads the header and the schema, not every page: it cannot know yet.
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
 
+      // An answer longer than one chunk is streamed: damage met before it starts is a 503
+      // with the Error body; damage met in a later chunk cuts the body short.
       const list = await fetch(`${server.url}/plants?limit=${PLANTS}`, {
         headers: { authorization: `Bearer ${token}` },
       });
-      expect(list.status).toBe(503);
-      expect(await list.json()).toEqual({ error: 503, message: DAMAGED_REQUEST_MESSAGE });
+      if (list.status === 503) {
+        expect(await list.json()).toEqual({ error: 503, message: DAMAGED_REQUEST_MESSAGE });
+      } else {
+        expect(list.status).toBe(200);
+        const body = await list.text().catch(() => "(cut)");
+        expect(() => JSON.parse(body)).toThrow();
+      }
 
       const ready = await fetch(`${server.url}/readyz`);
       expect(ready.status).toBe(503);

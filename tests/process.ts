@@ -37,6 +37,8 @@ export function runCli(args: string[], env: Record<string, string>) {
 
 export interface RunningServer {
   url: string;
+  /** The `bun run start` process; the server itself is its child. */
+  pid: number;
   /** Everything printed to stdout up to the "listening" line. */
   startupOutput: string;
   /** Sends SIGTERM and resolves to the exit code. */
@@ -91,6 +93,7 @@ export async function startServer(env: Record<string, string>): Promise<RunningS
       const stderr = new Response(proc.stderr).text();
       return {
         url: match[1],
+        pid: proc.pid,
         startupOutput,
         stop: async () => {
           proc.kill("SIGTERM");

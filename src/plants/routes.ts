@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import type { FaultLog } from "../app";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
 import type { TokenStore } from "../auth/tokens";
 import { HttpError } from "../http/errors";
@@ -6,7 +7,8 @@ import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
-import { listPlantsQuery, plantIdParams, plantModels } from "./model";
+import { listAnswer } from "./list-answer";
+import { listPlantsQuery, type Plant, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
 
 export interface PlantRoutesDeps {
@@ -16,6 +18,7 @@ export interface PlantRoutesDeps {
   body: BodyLimits;
   notes: RequestNotes;
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
+  log: FaultLog;
 }
 
 /*
@@ -23,7 +26,10 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, metrics }: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, metrics, log }: PlantRoutesDeps) {
+  const faultLoggerFor = (request: Request) => (error: unknown) => {
+    log("listing plants failed mid-answer", error, request);
+  };
   return new Elysia({ prefix: "/plants" })
     .use(bearerAuth(tokens, limits, notes))
     .model({ ...plantModels, ...errorModels })
@@ -52,11 +58,17 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
     )
     .get(
       "",
-      ({ query, user }) => {
+      ({ query, user, request }) => {
         // Elysia reads a handler's source and compiles the route as async when it sees
         // "=> f(" or "return f(" (and Bun's transpiler folds `const x = f(); return x` into
-        // that), which costs every request a promise. The ternary keeps it synchronous.
-        return query.limit === undefined ? plants.listPlants(user.id) : plants.listPlants(user.id, Number(query.limit));
+        // that), which costs every request a promise. The ternary keeps it synchronous
+        // (tests/plants-list.test.ts checks it). A limit within one chunk is the hot path, one
+        // statement; anything longer may be streamed (list-answer.ts).
+        const limit = query.limit === undefined ? undefined : Number(query.limit);
+        // A streamed answer is a Response carrying the same JSON array: typed as one for clients.
+        return limit !== undefined && limit <= plants.listChunkSize
+          ? plants.listPlants(user.id, limit)
+          : (listAnswer(plants, user.id, limit, faultLoggerFor(request)) as Plant[]);
       },
       {
         query: listPlantsQuery,

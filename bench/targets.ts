@@ -1,0 +1,113 @@
+/**
+ * What every bench scenario shares: the two targets (the service and the no-framework
+ * baseline), starting one on a database file, the CLI, and reading a process's memory.
+ */
+import { join } from "node:path";
+
+export const ROOT = new URL("..", import.meta.url).pathname;
+
+export interface Target {
+  name: "service" | "baseline";
+  command: string[];
+  env: Record<string, string>;
+}
+
+export const TARGETS: Target[] = [
+  {
+    name: "service",
+    command: ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")],
+    // Production settings: durable writes; rate limiting off so the load is not throttled.
+    env: { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0" },
+  },
+  {
+    name: "baseline",
+    command: ["bun", join(ROOT, "bench/baseline/server.ts")],
+    env: { DB_SYNCHRONOUS: "NORMAL" },
+  },
+];
+
+export interface Running {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export function fail(message: string): never {
+  console.error(`bench: ${message}`);
+  process.exit(1);
+}
+
+/**
+ * Servers write their output to a file beside the database, as a service writing its log to
+ * disk would: read through a pipe by this process, the access log's 30,000 lines a second
+ * would cost the shared CPU more than the service spends writing them.
+ */
+async function waitForListening(name: string, logPath: string, exited: () => boolean): Promise<string> {
+  for (;;) {
+    const file = Bun.file(logPath);
+    const output = (await file.exists()) ? await file.text() : "";
+    const url = /listening on (http:\/\/[^\s"]+)/.exec(output)?.[1];
+    if (url) return url;
+    if (exited()) fail(`${name} exited before listening: ${output}`);
+    await Bun.sleep(2);
+  }
+}
+
+let launches = 0;
+/** A fresh file per launch: Bun does not truncate a file it is given as stdout. */
+const logPathFor = (databasePath: string, name: string) => `${databasePath}.${name}-${++launches}.log`;
+
+export async function startTarget(target: Target, databasePath: string): Promise<Running> {
+  const logPath = logPathFor(databasePath, target.name);
+  let exited = false;
+  const proc = Bun.spawn(target.command, {
+    cwd: ROOT,
+    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
+    stdout: Bun.file(logPath),
+    stderr: "inherit",
+    onExit: () => {
+      exited = true;
+    },
+  });
+  const url = await waitForListening(target.name, logPath, () => exited);
+  return {
+    url,
+    pid: proc.pid,
+    stop: async () => {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
+export async function cli(args: string[], databasePath: string): Promise<string> {
+  const proc = Bun.spawn(["bun", join(ROOT, "src/cli.ts"), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databasePath },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  if (code !== 0) fail(`cli ${args.join(" ")} failed`);
+  return stdout.trim().split("\n").at(-1) ?? "";
+}
+
+/** A memory figure of a process, in KiB, from /proc: VmHWM (the peak so far) or VmRSS. */
+export async function memoryKiB(pid: number, field: "VmHWM" | "VmRSS"): Promise<number> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? Number.NaN);
+}
+
+/** Peak resident memory of a process so far, from the kernel's high-water mark. */
+export const peakRssKiB = (pid: number) => memoryKiB(pid, "VmHWM");
+
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+export const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n)
+    ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : "-";
