@@ -335,7 +335,7 @@ function run(args: string[]): number {
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command)
     throw new UsageError(
-      second && first === "token" ? shown("unknown token command", second) : shown("unknown command", first),
+      first === "token" ? shown("unknown token command", second ?? "") : shown("unknown command", first),
     );
   return runCommand(name, command, args.slice(name.split(" ").length));
 }
