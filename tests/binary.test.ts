@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { scratchDir } from "./process";
 
@@ -97,6 +97,25 @@ describe("the compiled binary (bun run build → dist/plant-store)", () => {
     expect(bytes.includes(join(ROOT, "drizzle"))).toBe(false);
     expect(bytes.includes(join(ROOT, "node_modules/swagger-ui-dist"))).toBe(false);
     expect(bytes.includes("CREATE TABLE `plants`")).toBe(true);
+  });
+
+  test("names itself in its usage text, as it was invoked", async () => {
+    const help = await runBinary(["--help"]);
+    expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(help.stdout).toStartWith("Usage: plant-store <command>");
+    expect(help.stdout).toContain("  plant-store token create --user <name>  ");
+    expect(help.stdout).not.toContain("bun run");
+
+    const wrong = await runBinary(["token", "revoke"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("\n\nUsage: plant-store token revoke <token-id>\n");
+
+    // Under another name (a symlink), that name.
+    const alias = join(scratch.dir, "bin", "greenhouse");
+    symlinkSync(binary, alias);
+    const proc = Bun.spawn([alias, "token", "list", "--help"], { cwd: workdir, env, stdout: "pipe" });
+    expect(await new Response(proc.stdout).text()).toStartWith("Usage: greenhouse token list\n");
+    expect(await proc.exited).toBe(0);
   });
 
   test("runs the CLI with arguments and serves without, from an empty folder", async () => {
