@@ -40,7 +40,7 @@ describe("whose database it is", () => {
     writeFileSync(empty, "");
     for (const path of [join(scratch.dir, "new.sqlite"), empty, ":memory:"]) {
       const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 1 });
+      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 2 });
       sqlite.close();
     }
   });

@@ -590,6 +590,24 @@ function decodings(raw: string): string[] {
   return [...found];
 }
 
+/**
+ * Whether GET /plants must refuse the query for its names alone: a name it does not take (it
+ * takes limit, after and tag), one given twice, or one that is not valid percent-encoding.
+ */
+export function queryNamesRefused(search: string): boolean {
+  const names: string[] = [];
+  for (const pair of search.split("&")) {
+    if (pair === "") continue;
+    const eq = pair.indexOf("=");
+    try {
+      names.push(decodeURIComponent((eq < 0 ? pair : pair.slice(0, eq)).replaceAll("+", " ")));
+    } catch {
+      return true;
+    }
+  }
+  return names.some((name) => !["limit", "after", "tag"].includes(name)) || new Set(names).size !== names.length;
+}
+
 /** 0–2147483647 in decimal; leading zeros ("01") are "either": accepted or refused. */
 export const validLimit = (value: string) => /^(0|[1-9][0-9]*)$/.test(value) && Number(value) <= INT32_MAX;
 export const paddedLimit = (value: string) => /^0[0-9]+$/.test(value) && Number(value) <= INT32_MAX;

@@ -64,7 +64,9 @@ describe("OpenAPI document at /swagger/json", () => {
     const create = operation(document, "/plants", "post");
     const list = operation(document, "/plants", "get");
     const remove = operation(document, "/plants/{id}", "delete");
+    const one = operation(document, "/plants/{id}", "get");
     const statuses = (op: Operation) => Object.keys(op.responses).sort();
+    expect(statuses(one)).toEqual(["200", "400", "401", "404", "429", "500", "503"]);
     expect(statuses(create)).toEqual(["200", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
     expect(statuses(list)).toEqual(["200", "400", "401", "429", "500", "503"]);
     expect(statuses(remove)).toEqual(["204", "400", "401", "404", "429", "500", "503", "507"]);
@@ -79,7 +81,21 @@ describe("OpenAPI document at /swagger/json", () => {
         required: false,
         schema: expect.objectContaining({ type: "integer", minimum: 0, maximum: 2147483647 }),
       }),
+      expect.objectContaining({
+        name: "after",
+        in: "query",
+        required: false,
+        schema: expect.objectContaining({ type: "integer", format: "int64" }),
+      }),
+      expect.objectContaining({
+        name: "tag",
+        in: "query",
+        required: false,
+        schema: expect.objectContaining({ type: "string", minLength: 0, maxLength: 256 }),
+      }),
     ]);
+    const ok = list.responses["200"] as { headers?: Record<string, unknown> };
+    expect(Object.keys(ok.headers ?? {})).toEqual(["Link"]);
   });
 
   test("documents only the API: the Swagger routes themselves are hidden", async () => {

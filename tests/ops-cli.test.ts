@@ -220,7 +220,7 @@ describe("bun run db:migrate", () => {
     const first = await runScript("db:migrate", [], { DATABASE_URL: path });
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
-    expect(lines(first.stdout)).toEqual([`Applied 1 migration to ${path}: 0000_init`]);
+    expect(lines(first.stdout)).toEqual([`Applied 2 migrations to ${path}: 0000_init, 0001_plants_tag_index`]);
     expect(tableNames(path)).toEqual(["__drizzle_migrations", "plants", "sqlite_sequence", "tokens", "users"]);
 
     const second = await runScript("db:migrate", [], { DATABASE_URL: path });

@@ -1,30 +1,37 @@
 import { describe, expect, test } from "bun:test";
 import { openDatabase } from "../src/db/client";
-import { listChunkQuery, listPlantsQuery } from "../src/plants/queries";
+import { listPlantsQuery } from "../src/plants/queries";
 
-describe("the list query", () => {
-  test("walks the (owner_id, id) primary key: no scan, no sort, whatever the store holds", () => {
-    const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
-    const { sql, params } = listPlantsQuery(db).toSQL();
-    const plan = sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params.map(() => 1) as number[])) as Array<{
-      detail: string;
-    }>;
-    const details = plan.map((step) => step.detail);
-    expect(details).toEqual(["SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=?)"]);
-    expect(sql).toContain("limit (? + 0)");
-    sqlite.close();
-  });
+/** What SQLite plans for the list query with these filters (and ids only, or whole plants). */
+function planOf(options: Parameters<typeof listPlantsQuery>[1]) {
+  const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
+  const { sql, params } = listPlantsQuery(db, options).toSQL();
+  const plan = sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params.map(() => 1) as number[])) as Array<{
+    detail: string;
+  }>;
+  sqlite.close();
+  return { sql, details: plan.map((step) => step.detail) };
+}
 
+describe("the list query walks an index in id order: no scan, no sort, whatever the store holds", () => {
   test.each([
-    [false, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
-    [true, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)"],
-  ])("a long list's step (after an id: %p) walks the same key: no scan, no sort", (afterId, detail) => {
-    const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
-    const { sql, params } = listChunkQuery(db, { afterId }).toSQL();
-    const plan = sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params.map(() => 1) as number[])) as Array<{
-      detail: string;
-    }>;
-    expect(plan.map((step) => step.detail)).toEqual([detail]);
-    sqlite.close();
+    [{}, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
+    [{ after: true }, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)"],
+    [{ tag: true }, "SEARCH plants USING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=?)"],
+    [{ tag: true, after: true }, "SEARCH plants USING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=? AND id>?)"],
+    [{ idsOnly: true }, "SEARCH plants USING COVERING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
+    [
+      { idsOnly: true, after: true },
+      "SEARCH plants USING COVERING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)",
+    ],
+    [{ idsOnly: true, tag: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=?)"],
+    [
+      { idsOnly: true, tag: true, after: true },
+      "SEARCH plants USING COVERING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=? AND id>?)",
+    ],
+  ])("%p", (options, detail) => {
+    const { sql, details } = planOf(options);
+    expect(details).toEqual([detail]);
+    expect(sql).toContain("limit (? + 0)");
   });
 });

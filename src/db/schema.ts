@@ -50,8 +50,12 @@ export const plants = sqliteTable(
     name: text("name").notNull(),
     tag: text("tag"),
   },
-  // Ids are unique per owner; the key also serves the ordered per-owner list.
-  (table) => [primaryKey({ columns: [table.ownerId, table.id] })],
+  // Ids are unique per owner; the key also serves the ordered per-owner list. The tag filter
+  // walks its own index in id order, however few of the owner's plants carry the tag.
+  (table) => [
+    primaryKey({ columns: [table.ownerId, table.id] }),
+    index("plants_owner_tag_id_idx").on(table.ownerId, table.tag, table.id),
+  ],
 );
 
 export type UserRow = typeof users.$inferSelect;

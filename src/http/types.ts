@@ -75,6 +75,13 @@ export const Int64Param = (options: { description?: string } = {}) =>
     .Encode((value) => value.toString());
 
 /**
+ * A query value holding a signed 64-bit integer in decimal, left as the string that was
+ * checked (read it with `BigInt()`), for the reason Int32Query gives.
+ */
+export const Int64Query = (options: { description?: string } = {}) =>
+  withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options }));
+
+/**
  * A query value holding a non-negative 32-bit integer in decimal, left as the string that was
  * checked: read it with `Number()`. No Transform here, because Elysia 1.4 runs a query's
  * Transform twice per request (the second time on the decoded value, throwing and swallowing

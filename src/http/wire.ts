@@ -15,7 +15,7 @@ export function wireDefaults(corsOrigins: readonly string[]) {
       origin: (request) => allowed.has(request.headers.get("origin") ?? ""),
       methods: ["GET", "POST", "DELETE"],
       allowedHeaders: ["authorization", "content-type"],
-      exposeHeaders: ["retry-after", "www-authenticate", "x-request-id"],
+      exposeHeaders: ["link", "retry-after", "www-authenticate", "x-request-id"],
       credentials: false,
       maxAge: 600,
     }),

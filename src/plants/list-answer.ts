@@ -1,12 +1,21 @@
 import type { Plant } from "./model";
-import type { PlantQueries } from "./queries";
+import type { PlantFilter, PlantQueries } from "./queries";
 
 /** The list route's content type, as Elysia writes it for an array. */
-const JSON_HEADERS = { "content-type": "application/json;charset=utf-8" };
+const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 
 const encoder = new TextEncoder();
 const OPEN = 0x5b; // [
 const COMMA = 0x2c;
+
+/**
+ * The `next` link of a page: relative, built from the query alone (never from the Host
+ * header), the tag percent-encoded.
+ */
+export function nextLink(limit: number, lastId: bigint, tag: string | undefined): string {
+  const tagPart = tag === undefined ? "" : `&tag=${encodeURIComponent(tag)}`;
+  return `</plants?limit=${limit}&after=${lastId}${tagPart}>; rel="next"`;
+}
 
 /**
  * One chunk of the answer's array: its plants' JSON array, turned in place into what follows
@@ -28,29 +37,64 @@ function piece(plants: Plant[], started: boolean, last: boolean): Uint8Array {
  */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+export interface ListRequest {
+  ownerId: number;
+  filter: PlantFilter;
+  /** At most this many plants; all that match when undefined. */
+  limit: number | undefined;
+  /** Where a fault goes once the answer has begun and can no longer become an Error body. */
+  onFault: (error: unknown) => void;
+}
+
 /**
- * The owner's plants by id, at most `limit` of them (all when undefined), as the list route
- * answers them. An answer that fits in one chunk is the array itself, answered at once as
- * before. A longer one is a JSON array streamed chunk by chunk: each pull reads one keyset
- * step and sends it, so memory stays at a chunk or two whatever the list's length, a slow
- * reader holds back only its own answer (Bun pulls no further while the socket is full), and
- * other requests run between the chunks.
- *
- * The status is sent before the later chunks are read: a fault there can no longer become an
- * Error body, so it goes to `onFault` once and the stream is aborted, which the client sees
- * as a cut-off body. A client that goes away cancels the stream, and no further step is read.
+ * A page of at most one chunk, answered at once (the hot path): the plants, and the `next`
+ * link when more match past them.
  */
-export function listAnswer(
+export function shortPage(plants: PlantQueries, { ownerId, filter, limit }: ListRequest & { limit: number }) {
+  const page = plants.listPage(ownerId, filter, limit);
+  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag) : undefined;
+  return { plants: page.plants, link };
+}
+
+/**
+ * A list that may be longer than one chunk: without a limit, or with one past a chunk. An
+ * answer that fits in one chunk is the array itself. A longer one is a JSON array streamed chunk
+ * by chunk: each pull reads one keyset step and sends it, so memory stays at a chunk or two
+ * whatever the list's length, a slow reader holds back only its own answer (Bun pulls no further
+ * while the socket is full), and other requests run between the chunks.
+ *
+ * With a limit, the page's last plant is found first (an index walk, with turns between its
+ * steps) and the stream stops at it: the `next` link names it, so a plant deleted meanwhile
+ * makes the page shorter, never makes the next page repeat one.
+ *
+ * The status is sent before the later chunks are read: a fault there goes to `onFault` once and
+ * the stream is aborted, which the client sees as a cut-off body. A client that goes away
+ * cancels the stream, and no further step is read.
+ */
+export function longList(plants: PlantQueries, request: ListRequest): Plant[] | Response | Promise<Response> {
+  const { ownerId, filter, limit } = request;
+  if (limit === undefined) return streamed(plants, request, undefined, undefined);
+  return plants.nthId(ownerId, filter, limit).then((end) => {
+    const link = end?.more ? nextLink(limit, end.id, filter.tag) : undefined;
+    return streamed(plants, request, end?.id, link) as Response;
+  });
+}
+
+function streamed(
   plants: PlantQueries,
-  ownerId: number,
-  limit: number | undefined,
-  onFault: (error: unknown) => void,
+  { ownerId, filter, limit, onFault }: ListRequest,
+  upTo: bigint | undefined,
+  link: string | undefined,
 ): Plant[] | Response {
   const chunkSize = plants.listChunkSize;
   let remaining = limit ?? Number.POSITIVE_INFINITY;
   let asked = Math.min(chunkSize, remaining);
-  let chunk = plants.listPlantsAfter(ownerId, undefined, asked);
-  if (chunk.plants.length < asked || chunk.plants.length === remaining) return chunk.plants;
+  let chunk = plants.listPage(ownerId, filter, asked, upTo);
+  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
+  if (link) headers.link = link;
+  if (!chunk.more || chunk.plants.length === remaining) {
+    return link || upTo !== undefined ? new Response(JSON.stringify(chunk.plants), { headers }) : chunk.plants;
+  }
 
   let started = false;
   const body = new ReadableStream<Uint8Array>({
@@ -58,10 +102,10 @@ export function listAnswer(
       try {
         if (started) {
           asked = Math.min(chunkSize, remaining);
-          chunk = plants.listPlantsAfter(ownerId, chunk.lastId, asked);
+          chunk = plants.listPage(ownerId, { ...filter, after: chunk.lastId }, asked, upTo);
         }
         remaining -= chunk.plants.length;
-        const last = chunk.plants.length < asked || remaining === 0;
+        const last = !chunk.more || remaining === 0;
         controller.enqueue(piece(chunk.plants, started, last));
         started = true;
         if (!last) return nextTurn();
@@ -73,5 +117,5 @@ export function listAnswer(
       }
     },
   });
-  return new Response(body, { headers: JSON_HEADERS });
+  return new Response(body, { headers });
 }

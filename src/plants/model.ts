@@ -1,5 +1,5 @@
 import { t } from "elysia";
-import { Int32Query, Int64, Int64Param, Text, withOwnMessage } from "../http/types";
+import { Int32Query, Int64, Int64Param, Int64Query, Text, withOwnMessage } from "../http/types";
 
 const name = () => Text({ minLength: 1, maxLength: 256, description: "1 to 256 characters" });
 const tag = () => t.Optional(Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" }));
@@ -16,7 +16,20 @@ export const plantModels = {
 };
 
 export const listPlantsQuery = t.Object({
-  limit: t.Optional(Int32Query({ description: "How many plants to return at most; all when absent" })),
+  limit: t.Optional(
+    Int32Query({
+      description:
+        "How many plants to return at most; all when absent. When more match past the last one returned, the `Link` header names the next page.",
+    }),
+  ),
+  after: t.Optional(
+    Int64Query({
+      description: "Only plants whose id is greater than this one (the `Link` header gives it), in decimal",
+    }),
+  ),
+  tag: t.Optional(
+    Text({ minLength: 0, maxLength: 256, description: "Only plants whose tag is exactly this (case-sensitive)" }),
+  ),
 });
 
 export const plantIdParams = t.Object({

@@ -1,52 +1,55 @@
 import { and, asc, eq, gt, type Placeholder, type SQL, sql } from "drizzle-orm";
-import { boundInteger } from "../db/bound";
+import { boundInteger, boundText } from "../db/bound";
 import type { AppDatabase } from "../db/client";
 import type { GroupCommit } from "../db/group-commit";
 import { plants } from "../db/schema";
 import type { NewPlant, Plant } from "./model";
 
-/** SQLite reads LIMIT -1 as "no limit". */
-const NO_LIMIT = -1;
-
 /** How many plants one step of a long list reads; about 30 KiB of JSON. */
 export const LIST_CHUNK_SIZE = 1000;
+/** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
+const BOUNDARY_STEP = 10_000;
 
-/** One step of a long list: its plants, and the id of the last one, exact (int64). */
-export interface PlantChunk {
+/** Which of an owner's plants a list wants: those after an id, those with a tag; both optional. */
+export interface PlantFilter {
+  after?: bigint;
+  tag?: string;
+}
+
+/** One step of a list: its plants, the exact id of the last one, and whether more match past it. */
+export interface PlantPage {
   plants: Plant[];
   lastId: bigint | undefined;
+  more: boolean;
 }
 
 function toPlant(row: { name: string; tag: string | null }): Plant {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
 }
 
-/** The list query, unprepared: its SQL and plan are checked by a test. */
-export function listPlantsQuery(db: AppDatabase) {
+/**
+ * The keyset query behind every list, unprepared (its SQL and plans are checked by a test):
+ * the owner's plants, optionally after an id and with a tag, in id order. `idsOnly` reads the
+ * ids alone, from the index.
+ */
+export function listPlantsQuery(db: AppDatabase, { after = false, tag = false, idsOnly = false } = {}) {
+  const conditions: SQL[] = [eq(plants.ownerId, boundInteger("ownerId"))];
+  if (tag) conditions.push(eq(plants.tag, boundText("tag")));
+  if (after) conditions.push(gt(plants.id, boundInteger("after")));
+  const select = idsOnly
+    ? db.select({ id: plants.id })
+    : db.select({ id: plants.id, name: plants.name, tag: plants.tag });
   return (
-    db
-      .select({ name: plants.name, tag: plants.tag })
+    select
       .from(plants)
-      .where(eq(plants.ownerId, boundInteger("ownerId")))
+      .where(and(...conditions))
       .orderBy(asc(plants.id))
       // Drizzle types LIMIT as a number or placeholder but writes any SQL it is given.
       .limit(boundInteger("limit") as unknown as Placeholder)
   );
 }
 
-/**
- * The keyset step of a long list, unprepared (its plan is checked by a test): the owner's
- * plants after an id, or from the first when `afterId` is false, in id order.
- */
-export function listChunkQuery(db: AppDatabase, { afterId }: { afterId: boolean }) {
-  const owner: SQL = eq(plants.ownerId, boundInteger("ownerId"));
-  return db
-    .select({ id: plants.id, name: plants.name, tag: plants.tag })
-    .from(plants)
-    .where(afterId ? and(owner, gt(plants.id, boundInteger("afterId"))) : owner)
-    .orderBy(asc(plants.id))
-    .limit(boundInteger("limit") as unknown as Placeholder);
-}
+type Row = { id: bigint | undefined; name: string; tag: string | null | undefined };
 
 /**
  * Every statement is prepared once and always scoped to one owner. Writes go through group
@@ -65,14 +68,29 @@ export function createPlantQueries(db: AppDatabase, writes: GroupCommit, listChu
     .returning({ name: plants.name, tag: plants.tag })
     .prepare();
 
-  // Drizzle writes the list SQL; the driver runs it. Drizzle's own prepared query maps its
-  // placeholders on every call, about 5 % of a list request, and the list is the hot path.
-  const list = db.$client.prepare<unknown, [number, number]>(listPlantsQuery(db).toSQL().sql);
+  // Drizzle writes the list SQL; the driver runs it (Drizzle's prepared query maps its
+  // placeholders on every call, about 5 % of a list request, and the list is the hot path).
+  // Ids are read as bigints: the driver rounds integers past 2^53 to the nearest double, and a
+  // rounded cursor would skip or repeat plants.
+  const prepare = (options: Parameters<typeof listPlantsQuery>[1]) =>
+    db.$client.prepare(listPlantsQuery(db, options).toSQL().sql).safeIntegers(true);
+  const statements = [false, true].flatMap((after) =>
+    [false, true].map((tag) => ({ rows: prepare({ after, tag }), ids: prepare({ after, tag, idsOnly: true }) })),
+  );
+  /** The statements for a filter, and their parameters in the order the SQL binds them. */
+  function bound(ownerId: number, { after, tag }: PlantFilter) {
+    const statement = statements[(after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1)] as (typeof statements)[0];
+    const params: Array<number | bigint | string> = [ownerId];
+    if (tag !== undefined) params.push(tag);
+    if (after !== undefined) params.push(after);
+    return { statement, params };
+  }
 
-  // The chunk's last id is the next chunk's cursor: read as a bigint, since the driver rounds
-  // integers past 2^53 to the nearest double, which would skip or repeat plants.
-  const firstChunk = db.$client.prepare(listChunkQuery(db, { afterId: false }).toSQL().sql).safeIntegers(true);
-  const nextChunk = db.$client.prepare(listChunkQuery(db, { afterId: true }).toSQL().sql).safeIntegers(true);
+  const findOne = db
+    .select({ name: plants.name, tag: plants.tag })
+    .from(plants)
+    .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
+    .prepare();
 
   const remove = db
     .delete(plants)
@@ -89,35 +107,61 @@ export function createPlantQueries(db: AppDatabase, writes: GroupCommit, listChu
       return row && toPlant(row);
     },
 
-    listPlants(ownerId: number, limit?: number): Plant[] {
-      const rows = list.all(ownerId, limit ?? NO_LIMIT) as Array<{ name: string; tag: string | null | undefined }>;
-      // The driver's row objects are reused: a missing tag becomes undefined, which JSON leaves out.
-      for (const row of rows) if (row.tag === null) row.tag = undefined;
-      return rows as Plant[];
-    },
-
     listChunkSize,
 
     /**
-     * Up to `count` of the owner's plants with ids above `afterId` (from the lowest when it is
-     * undefined), by id. Each call is one statement run to its end: no read stays open between
-     * the steps of a list, so a slow reader never holds back the WAL.
+     * Up to `count` of the owner's plants that match, by id, and whether more match past them.
+     * One statement run to its end: no read stays open between the steps of a long list, so a
+     * slow reader never holds back the WAL. `upTo` drops plants past that id.
      */
-    listPlantsAfter(ownerId: number, afterId: bigint | undefined, count: number): PlantChunk {
-      const rows = (
-        afterId === undefined ? firstChunk.all(ownerId, count) : nextChunk.all(ownerId, afterId, count)
-      ) as Array<{
-        id: bigint | undefined;
-        name: string;
-        tag: string | null | undefined;
-      }>;
+    listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): PlantPage {
+      const { statement, params } = bound(ownerId, filter);
+      const rows = statement.rows.all(...params, count + 1) as Row[];
+      let more = rows.length > count;
+      if (more) rows.pop();
+      if (upTo !== undefined && rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) {
+        while (rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) rows.pop();
+        more = false;
+      }
       const lastId = rows.at(-1)?.id;
-      // As in listPlants: JSON leaves out what is undefined, so the rows serve as Plants.
+      // The driver's row objects serve as Plants: JSON leaves out what is undefined.
       for (const row of rows) {
         row.id = undefined;
         if (row.tag === null) row.tag = undefined;
       }
-      return { plants: rows as Plant[], lastId };
+      return { plants: rows as Plant[], lastId, more };
+    },
+
+    /**
+     * The id of the `count`-th matching plant, and whether more match past it, found by
+     * walking ids in steps from the index with a turn of the event loop between steps; undefined
+     * when fewer than `count` match. It ends a long page (see list-answer.ts).
+     */
+    async nthId(
+      ownerId: number,
+      filter: PlantFilter,
+      count: number,
+    ): Promise<{ id: bigint; more: boolean } | undefined> {
+      if (count <= 0) return undefined;
+      let after = filter.after;
+      let left = count;
+      for (;;) {
+        const step = Math.min(left, BOUNDARY_STEP);
+        const { statement, params } = bound(ownerId, { ...filter, after });
+        const ids = statement.ids.values(...params, step + 1) as Array<[bigint]>;
+        if (ids.length < step) return undefined;
+        left -= step;
+        const last = (ids[step - 1] as [bigint])[0];
+        if (left === 0) return { id: last, more: ids.length > step };
+        after = last;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    },
+
+    /** One of the owner's plants, or undefined when they have none with this id. */
+    getPlant(ownerId: number, id: bigint): Plant | undefined {
+      const row = findOne.get({ ownerId, id });
+      return row && toPlant(row);
     },
 
     /** True when the owner had the plant and it is gone now. */

@@ -5,11 +5,22 @@ import type { TokenStore } from "../auth/tokens";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
-import { listAnswer } from "./list-answer";
+import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery, type Plant, plantIdParams, plantModels } from "./model";
 import type { PlantQueries } from "./queries";
+
+const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
+const LIST_PARAMETERS_HINT =
+  "this operation takes limit, after and tag. To page, give limit and follow the Link header, or pass after=<the last id you have>";
+
+/** Puts a page's `next` link on the response and answers its plants. */
+function withLink(set: { headers: Record<string, string | number> }, page: { plants: Plant[]; link?: string }) {
+  if (page.link) set.headers.link = page.link;
+  return page.plants;
+}
 
 export interface PlantRoutesDeps {
   plants: PlantQueries;
@@ -58,28 +69,65 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
     )
     .get(
       "",
-      ({ query, user, request }) => {
+      ({ query, user, request, set }) => {
+        checkQueryNames(request.url, LIST_PARAMETERS, LIST_PARAMETERS_HINT);
+        const list = {
+          ownerId: user.id,
+          filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
+          limit: query.limit === undefined ? undefined : Number(query.limit),
+          onFault: faultLoggerFor(request),
+        };
         // Elysia reads a handler's source and compiles the route as async when it sees
         // "=> f(" or "return f(" (and Bun's transpiler folds `const x = f(); return x` into
         // that), which costs every request a promise. The ternary keeps it synchronous
         // (tests/plants-list.test.ts checks it). A limit within one chunk is the hot path, one
-        // statement; anything longer may be streamed (list-answer.ts).
-        const limit = query.limit === undefined ? undefined : Number(query.limit);
-        // A streamed answer is a Response carrying the same JSON array: typed as one for clients.
-        return limit !== undefined && limit <= plants.listChunkSize
-          ? plants.listPlants(user.id, limit)
-          : (listAnswer(plants, user.id, limit, faultLoggerFor(request)) as Plant[]);
+        // statement; anything longer may be streamed (list-answer.ts), typed as the same array.
+        return list.limit !== undefined && list.limit <= plants.listChunkSize
+          ? withLink(set, shortPage(plants, list as typeof list & { limit: number }))
+          : (longList(plants, list) as unknown as Plant[]);
       },
       {
         query: listPlantsQuery,
         detail: {
           summary: "List your plants",
-          description: "Your plants ordered by id ascending, at most `limit` of them.",
+          description:
+            "Your plants ordered by id ascending, at most `limit` of them, optionally only those after an id and " +
+            "with a tag. When `limit` is given and more plants match past the last one returned, the `Link` header " +
+            'names the next page (`rel="next"`); follow it until there is none.',
           operationId: "listPlants",
           tags: ["plants"],
           responses: {
-            200: modelResponse("Your plants, by id ascending", "Plant", { array: true }),
+            200: {
+              ...modelResponse("Your plants, by id ascending", "Plant", { array: true }),
+              headers: {
+                Link: {
+                  description:
+                    'The next page, when `limit` was given and more plants match: `</plants?limit=20&after=42>; rel="next"` (relative; `tag` kept, percent-encoded)',
+                  schema: { type: "string" },
+                },
+              },
+            },
             ...errorResponses(400, 401, 429, 500, 503),
+          },
+        },
+      },
+    )
+    .get(
+      "/:id",
+      ({ params, user }) => {
+        const plant = plants.getPlant(user.id, params.id);
+        if (!plant) throw new HttpError(404, "id: you have no plant with this id");
+        return plant;
+      },
+      {
+        params: plantIdParams,
+        detail: {
+          summary: "Get one of your plants",
+          operationId: "getPlant",
+          tags: ["plants"],
+          responses: {
+            200: modelResponse("The plant", "Plant"),
+            ...errorResponses(400, 401, 404, 429, 500, 503),
           },
         },
       },

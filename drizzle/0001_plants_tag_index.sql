@@ -1,0 +1,1 @@
+CREATE INDEX `plants_owner_tag_id_idx` ON `plants` (`owner_id`,`tag`,`id`);

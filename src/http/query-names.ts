@@ -1,0 +1,31 @@
+import { HttpError } from "./errors";
+
+/**
+ * Refuses a query parameter the operation does not take, or one given twice: Elysia would
+ * ignore the first and keep the last of a repeated one, so `?offset=20` or `?limit=5&limit=50`
+ * would quietly answer something the client did not ask for. Names only are read here; values
+ * are the schema's. `hint` ends the message for an unknown parameter.
+ */
+export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint: string): void {
+  const start = url.indexOf("?");
+  if (start < 0) return;
+  const seen: string[] = [];
+  for (const pair of url.slice(start + 1).split("&")) {
+    if (pair === "") continue;
+    const equals = pair.indexOf("=");
+    const raw = equals < 0 ? pair : pair.slice(0, equals);
+    let name: string;
+    try {
+      name = decodeURIComponent(raw.replaceAll("+", " "));
+    } catch {
+      throw new HttpError(400, "query: a parameter name is not valid percent-encoding");
+    }
+    if (!allowed.has(name)) {
+      // The name is the client's: it is named only when it is short and plain.
+      const shown = /^[A-Za-z0-9_.-]{1,32}$/.test(name) ? name : "a parameter";
+      throw new HttpError(400, `${shown}: unknown query parameter; ${hint}`);
+    }
+    if (seen.includes(name)) throw new HttpError(400, `${name}: given more than once; give it once`);
+    seen.push(name);
+  }
+}
