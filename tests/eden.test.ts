@@ -55,6 +55,29 @@ describe("Eden treaty client, typed from the app", () => {
     expect((await api.plants.get()).data?.map((plant) => plant.name)).toEqual(["Monstera", "Fern", "Cactus"]);
   });
 
+  test("paging: pass the Link header's after back until there is none; after and tag are typed", async () => {
+    const { api } = clients();
+    for (const id of [5, 1, 4, 2, 3]) {
+      expect((await api.plants.post({ id, name: `P${id}`, tag: id % 2 === 0 ? "even" : "odd" })).status).toBe(200);
+    }
+    async function walk(tag?: string) {
+      const names: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const query = { limit: 2, ...(after === undefined ? {} : { after }), ...(tag === undefined ? {} : { tag }) };
+        const { data, response } = await api.plants.get({ query });
+        names.push(...(data ?? []).map((plant) => plant.name));
+        after = response.headers.get("link")?.match(/[?&]after=(-?[0-9]+)/)?.[1];
+        if (after === undefined) return names;
+      }
+    }
+    expect(await walk()).toEqual(["P1", "P2", "P3", "P4", "P5"]);
+    expect(await walk("odd")).toEqual(["P1", "P3", "P5"]);
+    const one = await api.plants({ id: 4 }).get();
+    assertType<Equal<typeof one.data, Plant | null>>();
+    expect(one.data).toEqual({ name: "P4", tag: "even" });
+  });
+
   test("delete: 204, and the plant is gone", async () => {
     const { api } = clients();
     await api.plants.post({ id: 7, name: "Fern" });

@@ -39,6 +39,21 @@ export async function roundTrip(baseUrl: string, token: string) {
   };
 }
 
+/** Every plant's name, page by page: each page's Link header names the next one's after. */
+export async function pageThrough(baseUrl: string, token: string, tag?: string) {
+  const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${token}\` } });
+  const names: string[] = [];
+  let after: number | undefined;
+  for (;;) {
+    const query = { limit: 2, ...(after === undefined ? {} : { after }), ...(tag === undefined ? {} : { tag }) };
+    const page = await client.GET("/plants", { params: { query } });
+    names.push(...(page.data ?? []).map((plant) => plant.name));
+    const next = page.response.headers.get("link")?.match(/<([^>]+)>; rel="next"/)?.[1];
+    if (next === undefined) return names;
+    after = Number(new URL(next, baseUrl).searchParams.get("after"));
+  }
+}
+
 /** Never called: each call is a type error, or the check fails on an unused directive. */
 export function misuses(client: Client<paths>) {
   // @ts-expect-error name must be a string
@@ -138,6 +153,20 @@ describe("a client generated from openapi.json (openapi-typescript + openapi-fet
         deleted: { status: 204 },
         remaining: [{ name: "Fern" }],
       });
+
+      const paging: { pageThrough(baseUrl: string, token: string, tag?: string): Promise<string[]> } = await import(
+        join(dir, "client.ts")
+      );
+      for (const id of [3, 4, 5, 6]) {
+        const created = await fetch(`${server.url}/plants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ id, name: `P${id}`, tag: id % 2 === 0 ? "even" : "odd" }),
+        });
+        expect(created.status).toBe(200);
+      }
+      expect(await paging.pageThrough(server.url, token)).toEqual(["Fern", "P3", "P4", "P5", "P6"]);
+      expect(await paging.pageThrough(server.url, token, "even")).toEqual(["P4", "P6"]);
     } finally {
       await server.stop();
       scratch.cleanup();
