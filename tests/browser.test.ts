@@ -24,6 +24,7 @@ const operation = (page: Page, method: string, path: string) =>
 const OPERATIONS = [
   ["POST", "/plants"],
   ["GET", "/plants"],
+  ["GET", "/plants/{id}"],
   ["DELETE", "/plants/{id}"],
 ] as const;
 
@@ -64,7 +65,7 @@ const storedByPage = (page: Page) =>
 const authorizedSchemes = (page: Page) =>
   page.evaluate<string[]>("Object.keys(window.ui.authSelectors.authorized().toJS())");
 
-/** Opens Swagger UI and waits until it shows all three operations. */
+/** Opens Swagger UI and waits until it shows all four operations. */
 async function openSwagger(page: Page, serverUrl: string, path = "/swagger") {
   const response = await page.goto(`${serverUrl}${path}`);
   for (const [method, path] of OPERATIONS) await operation(page, method, path).waitFor();
@@ -106,7 +107,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe("Swagger UI in a headless browser, offline", () => {
-  test("renders the three operations, authorizes with a token and executes GET /plants", async () => {
+  test("renders the four operations and the paging parameters, authorizes with a token and executes GET /plants", async () => {
     if (!server || !browser) throw new Error("set-up failed");
     const token = tokenOf(server);
     expect(token).toBeDefined();
@@ -146,6 +147,8 @@ describe("Swagger UI in a headless browser, offline", () => {
       const list = operation(page, "GET", "/plants");
       await list.locator(".opblock-summary-control").click();
       await list.getByRole("button", { name: "Try it out" }).click();
+      // The paging and filter parameters are shown beside limit.
+      for (const name of ["limit", "after", "tag"]) await list.locator(`tr[data-param-name="${name}"]`).waitFor();
       await list.getByRole("button", { name: "Execute" }).click();
       const live = list.locator(".live-responses-table .response");
       await live.locator(".response-col_status", { hasText: "200" }).waitFor();
