@@ -1,0 +1,127 @@
+import { basename } from "node:path";
+import { parseArgs } from "node:util";
+import { COMMANDS, type Command } from "./commands";
+
+/**
+ * The command as the operator runs it, for the usage text: the compiled binary under the name it
+ * was started by (process.argv0; argv[0] itself reads "bun" there), or the package script.
+ */
+const PROGRAM = Bun.isStandaloneExecutable ? basename(process.argv0 || process.execPath) : "bun run cli";
+const DATABASE_NOTE = "The database is the server's: DATABASE_URL (default ./data/plants.sqlite).";
+
+/** `command` names the command whose usage follows the message; without it, the overview. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
+    super(message);
+  }
+}
+function columns(rows: [string, string][]): string {
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return rows.map(([left, right]) => `  ${left.padEnd(width)}   ${right}`).join("\n");
+}
+
+/** Every command, or those of one group (`token`). */
+export function overview(group = ""): string {
+  const names = Object.keys(COMMANDS).filter((name) => name.startsWith(group));
+  const rows = names.map((name): [string, string] => [
+    `${PROGRAM} ${COMMANDS[name]?.synopsis}`,
+    `${COMMANDS[name]?.summary}`,
+  ]);
+  return `Usage: ${PROGRAM} <command> [options]
+
+${columns(rows)}
+
+Options take a value as --user bob or --user=bob; --help (or -h) after a command explains it.
+${DATABASE_NOTE}`;
+}
+
+export function usage(name: string): string {
+  const command = COMMANDS[name];
+  if (!command) return overview();
+  return [`Usage: ${PROGRAM} ${command.synopsis}`, "", ...command.details, DATABASE_NOTE].join("\n");
+}
+
+/**
+ * An argument as it may appear in a message: quoted when it is shorter than any secret this
+ * service accepts (a token is 47 characters, METRICS_TOKEN at least 16), else only its length.
+ */
+function shown(noun: string, value: string): string {
+  if (/^[\w.:/@=+-]{0,15}$/.test(value)) return `${noun} ${JSON.stringify(value)}`;
+  return `${noun} of ${value.length} characters (not repeated here: it may be a secret)`;
+}
+
+type Options = Record<string, { type: "string" | "boolean"; short?: string }>;
+
+/** Words the strict parse refused, named from a lenient parse of the same arguments. */
+function whatIsWrong(args: string[], options: Options, command: Command): string {
+  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    const option = options[token.name];
+    const raw = args[token.index] ?? "";
+    // parseArgs reads "-1" as an option; to an operator it is a number given as the operand.
+    const asOperand = /^-[0-9]/.test(raw) ? command.operand?.problem?.(raw) : undefined;
+    if (!option) return asOperand ?? shown("unknown option", token.rawName);
+    const dangling = token.value === undefined || (!token.inlineValue && token.value.startsWith("-"));
+    if (option.type === "string" && dangling) return `${token.rawName} needs a value, as ${token.rawName}=<value>`;
+    if (option.type === "boolean" && token.value !== undefined) return `${token.rawName} takes no value`;
+  }
+  return "the arguments could not be read";
+}
+
+function parse(name: string, command: Command, args: string[]) {
+  const options: Options = { ...command.options, help: { type: "boolean", short: "h" } };
+  try {
+    return { options, ...parseArgs({ args, options, strict: true, allowPositionals: true, tokens: true }) };
+  } catch {
+    throw new UsageError(whatIsWrong(args, options, command), name);
+  }
+}
+
+function runCommand(name: string, command: Command, args: string[]): number {
+  const { options, values, positionals, tokens } = parse(name, command, args);
+  if (values.help) {
+    console.log(usage(name));
+    return 0;
+  }
+  // parseArgs keeps the last of a repeated option; which one the operator meant is unknown.
+  const given = tokens.flatMap((token) =>
+    token.kind === "option" && options[token.name]?.type === "string" ? [token.name] : [],
+  );
+  const repeated = given.find((option, index) => given.indexOf(option) < index);
+  if (repeated) throw new UsageError(`--${repeated} was given more than once; give it once`, name);
+
+  const stray = positionals[command.operand ? 1 : 0];
+  if (stray !== undefined) throw new UsageError(shown("unexpected argument", stray), name);
+  const operand = positionals[0];
+  if (command.operand) {
+    if (operand === undefined) throw new UsageError(command.operand.missing, name);
+    const problem = command.operand.problem?.(operand);
+    if (problem) throw new UsageError(problem, name);
+  }
+  return command.run(values as { user?: string }, operand ?? "");
+}
+
+export function run(args: string[]): number {
+  const [first, second] = args;
+  if (first === "--help" || first === "-h" || first === "help") {
+    console.log(overview());
+    return 0;
+  }
+  if (first === "token" && (second === "--help" || second === "-h")) {
+    console.log(overview("token "));
+    return 0;
+  }
+  if (first === undefined) throw new UsageError("a command is needed");
+  if (first === "token" && second === undefined) throw new UsageError("token needs a command: create, list or revoke");
+  const name = first === "token" ? `token ${second}` : first;
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command)
+    throw new UsageError(
+      first === "token" ? shown("unknown token command", second ?? "") : shown("unknown command", first),
+    );
+  return runCommand(name, command, args.slice(name.split(" ").length));
+}

@@ -1,0 +1,173 @@
+import { createTokenStore, isValidUserName, USER_NAME_RULE } from "../auth/tokens";
+import { BackupError, backupDatabase } from "../db/backup";
+import { checkDatabase } from "../db/check";
+import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/migrations";
+import { faultSummary } from "../http/errors";
+import { UsageError } from "./args";
+import { CommandError, withDatabase } from "./database";
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
+const iso = (date: Date | null) => (date ? date.toISOString() : "-");
+
+function table(rows: string[][]): string {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
+function createToken(user: string | undefined): number {
+  if (user === undefined) throw new UsageError("token create needs --user <name>", "token create");
+  if (!isValidUserName(user)) throw new UsageError(`--user ${USER_NAME_RULE}`, "token create");
+  const issued = withDatabase({ mode: "write", migrate: true }, ({ db }) => createTokenStore(db).issue(user));
+  console.log(`Created token ${issued.id} for user "${issued.user}". It is shown only this once:`);
+  console.log(issued.token);
+  return 0;
+}
+
+function listTokens(): number {
+  const rows = withDatabase({ mode: "write", migrate: true }, ({ db }) => createTokenStore(db).list());
+  if (rows.length === 0) {
+    console.log("No tokens.");
+    return 0;
+  }
+  const status = (revokedAt: Date | null) => (revokedAt ? `revoked ${iso(revokedAt)}` : "active");
+  const cells = rows.map((row) => [
+    String(row.id),
+    row.user,
+    iso(row.createdAt),
+    iso(row.lastUsedAt),
+    status(row.revokedAt),
+  ]);
+  console.log(table([["ID", "USER", "CREATED", "LAST USED", "STATUS"], ...cells]));
+  return 0;
+}
+
+function revokeToken(id: string): number {
+  const outcome = withDatabase({ mode: "write", migrate: true }, ({ db }) => createTokenStore(db).revoke(Number(id)));
+  if (outcome === "not-found") throw new CommandError(`no token with id ${id}`);
+  console.log(outcome === "revoked" ? `Token ${id} revoked.` : `Token ${id} was already revoked.`);
+  return 0;
+}
+
+function backup(target: string): number {
+  const { file, bytes, rows } = withDatabase({ mode: "read", purpose: "back up" }, ({ sqlite }) => {
+    try {
+      return backupDatabase(sqlite, target);
+    } catch (error) {
+      throw new CommandError(
+        `backup not written: ${error instanceof BackupError ? error.message : faultSummary(error)}`,
+      );
+    }
+  });
+  console.log(`Backup written to ${file}`);
+  console.log(`Size: ${bytes} bytes`);
+  const counts = Object.entries(rows).map(([table, count]) => `${table} ${count}`);
+  console.log(`Rows: ${counts.length > 0 ? counts.join(", ") : "no tables"}`);
+  return 0;
+}
+
+function check(): number {
+  const { path, passed, problems } = withDatabase({ mode: "read", purpose: "check" }, ({ path, sqlite }) => ({
+    path,
+    ...checkDatabase(sqlite, EMBEDDED_MIGRATIONS),
+  }));
+  console.log(`Checked ${path}`);
+  for (const line of passed) console.log(line);
+  for (const problem of problems) console.error(`plant-store: ${problem}`);
+  console.log(problems.length === 0 ? "All checks passed." : `${plural(problems.length, "problem")} found.`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+function migrate(): number {
+  const { path, pending } = withDatabase({ mode: "write", migrate: false }, ({ path, sqlite, db }) => {
+    try {
+      const { pending } = migrationStatus(sqlite, EMBEDDED_MIGRATIONS);
+      applyMigrations(db, EMBEDDED_MIGRATIONS);
+      return { path, pending };
+    } catch (error) {
+      throw new CommandError(`migration failed and was rolled back: ${faultSummary(error)}`);
+    }
+  });
+  if (pending.length === 0) {
+    console.log(`${path} is up to date: no pending migrations.`);
+  } else {
+    const tags = pending.map((migration) => migration.tag).join(", ");
+    console.log(`Applied ${plural(pending.length, "migration")} to ${path}: ${tags}`);
+  }
+  return 0;
+}
+
+export interface Command {
+  /** What follows the program's name: `token revoke <token-id>`. */
+  synopsis: string;
+  summary: string;
+  /** What the command's own --help adds to the synopsis. */
+  details: string[];
+  options?: Record<string, { type: "string" }>;
+  /** The one argument the command takes, if any: what to say when it is missing, and its rule. */
+  operand?: { missing: string; problem?: (value: string) => string | undefined };
+  run(values: { user?: string }, operand: string): number;
+}
+
+const TOKEN_ID_RULE = "token id must be a positive integer such as 3";
+const isTokenId = (value: string) => /^[1-9][0-9]*$/.test(value) && Number.isSafeInteger(Number(value));
+
+export const COMMANDS: Record<string, Command> = {
+  "token create": {
+    synopsis: "token create --user <name>",
+    summary: "create the user if needed and print a new token",
+    details: [
+      "Creates the user if needed and prints a new token, alone on the last line; it is shown only this once.",
+      `--user <name> or --user=<name>: the user, whose name ${USER_NAME_RULE}.`,
+    ],
+    options: { user: { type: "string" } },
+    run: ({ user }) => createToken(user),
+  },
+  "token list": {
+    synopsis: "token list",
+    summary: "show every token: id, user, created, last used",
+    details: ["Shows every token's id, user, creation and last use, and whether it is revoked; never a secret."],
+    run: () => listTokens(),
+  },
+  "token revoke": {
+    synopsis: "token revoke <token-id>",
+    summary: "revoke a token from its next request on",
+    details: ["Revokes the token with this id (see token list): it fails from its very next request on."],
+    operand: {
+      missing: "token revoke needs a token id (see token list)",
+      problem: (id) => (isTokenId(id) ? undefined : TOKEN_ID_RULE),
+    },
+    run: (_, id) => revokeToken(id),
+  },
+  backup: {
+    synopsis: "backup <file>",
+    summary: "copy the database, consistently, while the server runs",
+    details: ["Writes a consistent copy of the database to <file>, which must not exist yet; the server may run."],
+    operand: {
+      missing: "backup needs the file to write",
+      problem: (file) => (file ? undefined : "the file name is empty"),
+    },
+    run: (_, file) => backup(file),
+  },
+  check: {
+    synopsis: "check",
+    summary: "integrity and foreign key checks, pending migrations",
+    details: ["Reads every page: integrity and foreign key checks, and migrations not yet applied. Changes nothing."],
+    run: () => check(),
+  },
+  migrate: {
+    synopsis: "migrate",
+    summary: "apply pending migrations",
+    details: [
+      "Applies pending migrations without starting the server.",
+      ...(Bun.isStandaloneExecutable ? [] : ["Also: bun run db:migrate."]),
+    ],
+    run: () => migrate(),
+  },
+};
