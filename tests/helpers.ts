@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { expect } from "bun:test";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { createTokenStore } from "../src/auth/tokens";
@@ -80,4 +81,16 @@ export async function expectError(response: Response, status: number): Promise<s
   expect(typeof body.message).toBe("string");
   expect((body.message as string).trim().length).toBeGreaterThan(0);
   return body.message as string;
+}
+
+/**
+ * A database that is ours by its (empty) migrations table, with a plants table of another shape
+ * in the way: the first migration fails on it.
+ */
+export function writeClashingDatabase(path: string): void {
+  const clashing = new Database(path);
+  clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+  clashing.run("CREATE TABLE plants (something_else TEXT)");
+  clashing.run("INSERT INTO plants VALUES ('keep me')");
+  clashing.close();
 }

@@ -7,6 +7,7 @@ import { migrate as migrateFromFolder } from "drizzle-orm/bun-sqlite/migrator";
 import { createTokenStore } from "../src/auth/tokens";
 import { closeDatabase, MIGRATIONS_FOLDER, openDatabase } from "../src/db/client";
 import { EMBEDDED_MIGRATIONS } from "../src/db/migrations";
+import { writeClashingDatabase } from "./helpers";
 import { runCli, runToExit, scratchDir, startServer } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
@@ -248,12 +249,7 @@ describe("bun run db:migrate", () => {
 
   test("a migration that fails is rolled back: one line, exit 1, the data kept", async () => {
     const path = join(scratch.dir, "plants.sqlite");
-    // Ours by its (empty) migrations table, but a plants table of another shape is in the way.
-    const clashing = new Database(path);
-    clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
-    clashing.run("CREATE TABLE plants (something_else TEXT)");
-    clashing.run("INSERT INTO plants VALUES ('keep me')");
-    clashing.close();
+    writeClashingDatabase(path);
     const { stderr, code } = await runScript("db:migrate", [], { DATABASE_URL: path });
     expect(code).toBe(1);
     expect(lines(stderr)).toEqual([

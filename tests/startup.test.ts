@@ -15,6 +15,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../src/db/client";
+import { writeClashingDatabase } from "./helpers";
 import { runToExit, scratchDir } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
@@ -124,12 +125,7 @@ describe("start-up refuses a database it cannot trust", () => {
 
   test("a migration that fails, leaving the database as it was", async () => {
     const path = join(scratch.dir, "plants.sqlite");
-    // Ours by its (empty) migrations table, but a plants table of another shape is in the way.
-    const clashing = new Database(path);
-    clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
-    clashing.run("CREATE TABLE plants (something_else TEXT)");
-    clashing.run("INSERT INTO plants VALUES ('keep me')");
-    clashing.close();
+    writeClashingDatabase(path);
     expect(await startExpectingFailure(path)).toBe(
       `plant-store: cannot open the database at ${path}: SQLiteError: table \`plants\` already exists`,
     );
