@@ -14,11 +14,13 @@ export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint:
     if (pair === "") continue;
     const equals = pair.indexOf("=");
     const raw = equals < 0 ? pair : pair.slice(0, equals);
-    let name: string;
-    try {
-      name = decodeURIComponent(raw.replaceAll("+", " "));
-    } catch {
-      throw new HttpError(400, "query: a parameter name is not valid percent-encoding");
+    let name = raw;
+    if (/[%+]/.test(raw)) {
+      try {
+        name = decodeURIComponent(raw.replaceAll("+", " "));
+      } catch {
+        throw new HttpError(400, "query: a parameter name is not valid percent-encoding");
+      }
     }
     if (!allowed.has(name)) {
       // The name is the client's: it is named only when it is short and plain.
