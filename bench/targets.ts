@@ -32,8 +32,12 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** Servers started and not yet stopped: a failing bench stops them rather than leave them behind. */
+const live = new Set<{ kill(): void }>();
+
 export function fail(message: string): never {
   console.error(`bench: ${message}`);
+  for (const proc of live) proc.kill();
   process.exit(1);
 }
 
@@ -67,8 +71,10 @@ export async function startTarget(target: Target, databasePath: string): Promise
     stderr: "inherit",
     onExit: () => {
       exited = true;
+      live.delete(proc);
     },
   });
+  live.add(proc);
   const url = await waitForListening(target.name, logPath, () => exited);
   return {
     url,
