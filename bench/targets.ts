@@ -86,6 +86,23 @@ export async function startTarget(target: Target, databasePath: string): Promise
   };
 }
 
+/** Creates plants 1..count for the token's owner through the API, 100 requests at a time. */
+export async function seedOverHttp(url: string, token: string, count: number) {
+  const ids = Array.from({ length: count }, (_, i) => i + 1);
+  for (let start = 0; start < ids.length; start += 100) {
+    const responses = await Promise.all(
+      ids.slice(start, start + 100).map((id) =>
+        fetch(`${url}/plants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ id, name: `Seed ${id}`, tag: "seed" }),
+        }),
+      ),
+    );
+    if (responses.some((r) => r.status !== 200)) fail(`seeding ${url} failed`);
+  }
+}
+
 export async function cli(args: string[], databasePath: string): Promise<string> {
   const proc = Bun.spawn(["bun", join(ROOT, "src/cli.ts"), ...args], {
     cwd: ROOT,
