@@ -14,9 +14,9 @@ import { Database } from "bun:sqlite";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BIG_LIST_PLANTS } from "./options";
 import { cli, fail, fmt, memoryKiB, type Running, startTarget, TARGETS, type Target } from "./targets";
 
-export const BIG_LIST_PLANTS = Number(process.env.BENCH_BIG_LIST_PLANTS ?? 1_000_000);
 const CONCURRENCY = [1, 8] as const;
 const POLL_MS = 10;
 

@@ -32,8 +32,12 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** Servers started and not yet stopped: a failing bench stops them rather than leave them behind. */
+const live = new Set<{ kill(): void }>();
+
 export function fail(message: string): never {
   console.error(`bench: ${message}`);
+  for (const proc of live) proc.kill();
   process.exit(1);
 }
 
@@ -67,8 +71,10 @@ export async function startTarget(target: Target, databasePath: string): Promise
     stderr: "inherit",
     onExit: () => {
       exited = true;
+      live.delete(proc);
     },
   });
+  live.add(proc);
   const url = await waitForListening(target.name, logPath, () => exited);
   return {
     url,
@@ -78,6 +84,23 @@ export async function startTarget(target: Target, databasePath: string): Promise
       await proc.exited;
     },
   };
+}
+
+/** Creates plants 1..count for the token's owner through the API, 100 requests at a time. */
+export async function seedOverHttp(url: string, token: string, count: number) {
+  const ids = Array.from({ length: count }, (_, i) => i + 1);
+  for (let start = 0; start < ids.length; start += 100) {
+    const responses = await Promise.all(
+      ids.slice(start, start + 100).map((id) =>
+        fetch(`${url}/plants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ id, name: `Seed ${id}`, tag: "seed" }),
+        }),
+      ),
+    );
+    if (responses.some((r) => r.status !== 200)) fail(`seeding ${url} failed`);
+  }
 }
 
 export async function cli(args: string[], databasePath: string): Promise<string> {
