@@ -1,6 +1,6 @@
 import type { App, AppOps, FaultLog } from "./app";
 import { errorResponse, faultDetail } from "./http/errors";
-import { addressable } from "./http/request-target";
+import { addressable, UNADDRESSABLE } from "./http/request-target";
 import type { AccessLine } from "./ops/logger";
 import { observed } from "./ops/observe";
 
@@ -46,7 +46,8 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
 
   const observe = { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes };
   const handle = observed(counted, observe);
-  const unaddressable = (message: string) => observed(() => errorResponse(400, message), observe);
+  // Observed like any request (request id, access line), the one refusal built once.
+  const unaddressable = observed(() => errorResponse(400, UNADDRESSABLE), observe);
 
   const server = Bun.serve({
     port,
@@ -58,7 +59,7 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
       const target = addressable(request);
       const result =
         "refused" in target
-          ? unaddressable(target.refused)(new Request("http://localhost/", { method: request.method }), client)
+          ? unaddressable(new Request("http://localhost/", { method: request.method }), client)
           : handle(target.request, client);
       return result instanceof Promise ? result.then(closingIfDraining) : closingIfDraining(result);
     },

@@ -11,7 +11,9 @@
 const ROUTABLE_ORIGIN = /^https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?\//;
 const MIN_PATH_START = 11;
 
-export type Addressed = { request: Request } | { refused: string };
+export const UNADDRESSABLE = "The request target must be a path such as /plants.";
+
+export type Addressed = { request: Request } | { refused: true };
 
 /** The request as the app can route it, or why it cannot be addressed at all. */
 export function addressable(request: Request): Addressed {
@@ -21,7 +23,7 @@ export function addressable(request: Request): Addressed {
   if (!match) {
     // An absolute URL with a host Bun accepted but no URL parser would ("http://[::1/a").
     const path = /^[a-z]+:\/\/[^/]*(\/.*)$/i.exec(url)?.[1];
-    if (path === undefined) return { refused: "The request target must be a path such as /plants." };
+    if (path === undefined) return { refused: true };
     return { request: readdressed(request, path) };
   }
   const pathStart = match[0].length - 1;
