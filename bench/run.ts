@@ -54,7 +54,7 @@ function ratio(value: number, baseline: number) {
 
 const mark = (ok: boolean) => (ok ? "met" : "NOT met");
 
-const TAG_INDEX = "plants_owner_tag_id_idx";
+const TAG_INDEX = "plants_owner_tag_id_name_idx";
 
 /**
  * Whether each side's store carries the tag filter's index, which every create and delete
@@ -67,7 +67,7 @@ function tagIndexNote(paths: Record<Target["name"], string>): string {
     db.close();
     return found ? "has" : "lacks";
   };
-  return `Writes and the tag index: the service's store ${has(paths.service)} ${TAG_INDEX} (owner_id, tag, id), the baseline's ${has(paths.baseline)} it (it applies the same drizzle/ migrations, though it does not filter by tag), so each create and delete updates it on ${has(paths.service) === has(paths.baseline) ? "both sides alike" : "one side only"}.`;
+  return `Writes and the tag index: the service's store ${has(paths.service)} ${TAG_INDEX} (owner_id, tag, id, name), the baseline's ${has(paths.baseline)} it (it applies the same drizzle/ migrations, though it does not filter by tag), so each create and delete updates it on ${has(paths.service) === has(paths.baseline) ? "both sides alike" : "one side only"}.`;
 }
 
 async function main() {

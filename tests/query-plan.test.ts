@@ -17,17 +17,17 @@ describe("the list query walks an index in id order: no scan, no sort, whatever 
   test.each([
     [{}, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
     [{ after: true }, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)"],
-    [{ tag: true }, "SEARCH plants USING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=?)"],
-    [{ tag: true, after: true }, "SEARCH plants USING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=? AND id>?)"],
+    [{ tag: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=?)"],
+    [{ tag: true, after: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=? AND id>?)"],
     [{ idsOnly: true }, "SEARCH plants USING COVERING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
     [
       { idsOnly: true, after: true },
       "SEARCH plants USING COVERING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)",
     ],
-    [{ idsOnly: true, tag: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=?)"],
+    [{ idsOnly: true, tag: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=?)"],
     [
       { idsOnly: true, tag: true, after: true },
-      "SEARCH plants USING COVERING INDEX plants_owner_tag_id_idx (owner_id=? AND tag=? AND id>?)",
+      "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=? AND id>?)",
     ],
   ])("%p", (options, detail) => {
     const { sql, details } = planOf(options);
