@@ -8,7 +8,7 @@
 import { Database } from "bun:sqlite";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { closeDatabase, openDatabase } from "../src/db/client";
+import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
 import { scratchDir } from "../tests/process";
 
 const USERS = 1000;

@@ -9,7 +9,8 @@
 import { relative } from "node:path";
 import { createApp } from "../src/app";
 import { loadConfig } from "../src/config";
-import { openDatabase } from "../src/db/client";
+import { openDatabase } from "../src/db/sqlite/client";
+import { createSqliteStores } from "../src/db/sqlite/stores";
 
 export const OPENAPI_FILE = new URL("../openapi.json", import.meta.url).pathname;
 
@@ -17,14 +18,20 @@ export const OPENAPI_FILE = new URL("../openapi.json", import.meta.url).pathname
 export async function servedDocument(): Promise<unknown> {
   // The defaults of a real start, so the document is the one a deployment serves.
   const config = loadConfig({ DATABASE_URL: ":memory:" });
-  const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: config.synchronous });
+  const { db } = openDatabase({ path: ":memory:", synchronous: config.synchronous });
+  const log = (message: string, detail: unknown) => console.error(message, detail);
+  const stores = createSqliteStores(db, {
+    maxQueued: config.maxInFlight,
+    lockTimeoutMs: config.writeLockTimeoutMs,
+    log,
+  });
   try {
-    const app = createApp({ db, config, log: (message, detail) => console.error(message, detail) });
+    const app = createApp({ stores, config, log });
     const response = await app.handle(new Request("http://localhost/swagger/json"));
     if (response.status !== 200) throw new Error(`GET /swagger/json answered ${response.status}`);
     return await response.json();
   } finally {
-    sqlite.close();
+    await stores.close();
   }
 }
 

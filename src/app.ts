@@ -1,9 +1,8 @@
 import { Elysia } from "elysia";
-import { type Clock, createTokenStore } from "./auth/tokens";
+import type { Clock } from "./auth/tokens";
 import type { Config } from "./config";
-import type { AppDatabase } from "./db/client";
-import { createGroupCommit } from "./db/group-commit";
 import { createStoreHealth, DAMAGED_LOG_MESSAGE } from "./db/health";
+import type { Stores } from "./db/stores";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse, faultDetail } from "./http/errors";
 import { createRateLimiter } from "./http/rate-limit";
@@ -12,8 +11,6 @@ import { wireDefaults } from "./http/wire";
 import { createMetrics, type Metrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
-import { storeFigures } from "./ops/store-figures";
-import { createPlantQueries } from "./plants/queries";
 import { plantRoutes } from "./plants/routes";
 
 export type AppConfig = Pick<
@@ -22,8 +19,6 @@ export type AppConfig = Pick<
   | "bodyTimeoutMs"
   | "rateLimitPerMinute"
   | "authFailuresPerMinute"
-  | "maxInFlight"
-  | "writeLockTimeoutMs"
   | "corsOrigins"
   | "swaggerPersistAuthorization"
 >;
@@ -39,16 +34,16 @@ export interface AppOps {
 }
 
 export interface AppDeps {
-  db: AppDatabase;
+  stores: Stores;
   config: AppConfig;
   clock?: Clock;
   log?: FaultLog;
   ops?: AppOps;
 }
 
-/** Request notes, metrics on this database, and a lifecycle that starts out ready. */
-export function createOps(db: AppDatabase): AppOps {
-  return { notes: new WeakMap(), metrics: createMetrics(storeFigures(db)), lifecycle: { state: "ready" } };
+/** Request notes, metrics on these stores, and a lifecycle that starts out ready. */
+export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()): AppOps {
+  return { notes, metrics: createMetrics(stores.status.figures), lifecycle: { state: "ready" } };
 }
 
 /**
@@ -69,18 +64,10 @@ function refuseEarly(request: Request): Response | undefined {
 const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
-export function createApp({ db, config, clock = Date.now, log = logToStderr, ops = createOps(db) }: AppDeps) {
-  const ping = db.$client.prepare("SELECT 1");
-  const writes = createGroupCommit(db.$client, {
-    maxQueued: config.maxInFlight,
-    lockTimeoutMs: config.writeLockTimeoutMs,
-    onHealthChange: (problem, error) =>
-      problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined),
-  });
-  const tokens = createTokenStore(db, clock, writes);
-  const plants = createPlantQueries(db, writes);
+export function createApp({ stores, config, clock = Date.now, log = logToStderr, ops = createOps(stores) }: AppDeps) {
+  const { plants, tokens, status } = stores;
   const limits = {
-    perToken: createRateLimiter(config.rateLimitPerMinute, clock),
+    perToken: stores.requestLimiter(config.rateLimitPerMinute, clock),
     failuresPerClient: createRateLimiter(config.authFailuresPerMinute, clock),
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
@@ -103,13 +90,24 @@ export function createApp({ db, config, clock = Date.now, log = logToStderr, ops
     .use(
       opsRoutes({
         lifecycle: ops.lifecycle,
-        pingDatabase: () => ping.get(),
-        storeProblem: writes.problem,
+        pingDatabase: status.ping,
+        storeProblem: status.problem,
         health,
         log,
       }),
     )
-    .use(plantRoutes({ plants, tokens, limits, body, notes: ops.notes, metrics: ops.metrics, log: storeFaultLog }));
+    .use(
+      plantRoutes({
+        plants,
+        tokens,
+        synchronousReads: stores.synchronousReads,
+        limits,
+        body,
+        notes: ops.notes,
+        metrics: ops.metrics,
+        log: storeFaultLog,
+      }),
+    );
   routeTable.routes = app.routes;
   return app;
 }

@@ -5,7 +5,7 @@ import { faultSummary } from "./http/errors";
 
 /** The operator's commands (tokens, backup, check, migrate); src/cli/ holds their parts. */
 try {
-  process.exitCode = run(process.argv.slice(2));
+  process.exitCode = await run(process.argv.slice(2));
 } catch (error) {
   if (error instanceof UsageError) {
     console.error(`plant-store: ${error.message}\n\n${error.command ? usage(error.command) : overview()}`);

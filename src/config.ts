@@ -8,11 +8,26 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const LOG_FORMATS = ["json", "pretty"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
+/** Where the data lives: a SQLite file (a path, or ":memory:"), or a PostgreSQL database. */
+export type DatabaseTarget =
+  | { engine: "sqlite"; path: string }
+  | {
+      engine: "postgres";
+      url: string;
+      /** Connections each instance keeps at most (DB_POOL_SIZE). */
+      poolSize: number;
+      /** How long opening a connection may take (DB_CONNECT_TIMEOUT_MS). */
+      connectTimeoutMs: number;
+      /** How long one statement may run before PostgreSQL cancels it (DB_STATEMENT_TIMEOUT_MS). */
+      statementTimeoutMs: number;
+    };
+
 export interface Config {
   port: number;
   host: string;
-  /** A filesystem path, or ":memory:". */
-  databasePath: string;
+  database: DatabaseTarget;
+  /** The database as messages name it: the path, or the URL without its password. */
+  databaseName: string;
   synchronous: SynchronousMode;
   bodyLimitBytes: number;
   /** How long a request body may take to arrive in full; past it 408. */
@@ -93,9 +108,47 @@ export function databasePathFrom(url: string): string {
   if (url.startsWith("file://")) return new URL(url).pathname;
   if (url.startsWith("file:")) return url.slice("file:".length).split("?")[0] ?? "";
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    throw new ConfigError("DATABASE_URL must be a SQLite path, a file: URL or :memory:");
+    throw new ConfigError("DATABASE_URL must be a SQLite path, a file: URL, :memory: or a postgres:// URL");
   }
   return url;
+}
+
+const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
+
+/** The URL as messages show it: never its password. */
+export function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "the PostgreSQL URL";
+  }
+}
+
+function databaseFrom(env: Env): DatabaseTarget {
+  const url = env.DATABASE_URL?.trim() || "./data/plants.sqlite";
+  if (!POSTGRES_URL.test(url)) {
+    const path = databasePathFrom(url);
+    if (path === "") throw new ConfigError("DATABASE_URL must not be empty");
+    return { engine: "sqlite", path };
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
+  }
+  if (!parsed.hostname && !parsed.searchParams.get("host")) {
+    throw new ConfigError("DATABASE_URL must name the PostgreSQL host: postgres://user:password@host:5432/database");
+  }
+  return {
+    engine: "postgres",
+    url,
+    poolSize: integerSetting(env, "DB_POOL_SIZE", 10, 1, 1000),
+    connectTimeoutMs: integerSetting(env, "DB_CONNECT_TIMEOUT_MS", 5_000, 100, 600_000),
+    statementTimeoutMs: integerSetting(env, "DB_STATEMENT_TIMEOUT_MS", 10_000, 100, 3_600_000),
+  };
 }
 
 function originList(raw: string | undefined): string[] {
@@ -120,8 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous)) {
     throw new ConfigError(`DB_SYNCHRONOUS must be one of ${SYNCHRONOUS_MODES.join(", ")}`);
   }
-  const databasePath = databasePathFrom(env.DATABASE_URL?.trim() || "./data/plants.sqlite");
-  if (databasePath === "") throw new ConfigError("DATABASE_URL must not be empty");
+  const database = databaseFrom(env);
   const host = env.HOST?.trim() || "0.0.0.0";
   const port = integerSetting(env, "PORT", 3000, 0, 65535);
   const rateLimitPerMinute = integerSetting(env, "RATE_LIMIT_PER_MINUTE", 6000, 0, 10_000_000);
@@ -129,7 +181,8 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port,
     host,
-    databasePath,
+    database,
+    databaseName: database.engine === "sqlite" ? database.path : withoutPassword(database.url),
     synchronous: synchronous as SynchronousMode,
     bodyLimitBytes: integerSetting(env, "BODY_LIMIT_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     bodyTimeoutMs: integerSetting(env, "BODY_TIMEOUT_MS", 10_000, 100, 600_000),
@@ -152,9 +205,9 @@ export function loadConfig(env: Env = process.env): Config {
 
 /** Creates the database's folder so a first start on a fresh machine just works. */
 export function ensureDatabaseFolder(config: Config): void {
-  if (config.databasePath === ":memory:") return;
+  if (config.database.engine !== "sqlite" || config.database.path === ":memory:") return;
   try {
-    mkdirSync(dirname(resolve(config.databasePath)), { recursive: true });
+    mkdirSync(dirname(resolve(config.database.path)), { recursive: true });
   } catch (error) {
     throw new ConfigError(
       `cannot create the folder for DATABASE_URL (${(error as NodeJS.ErrnoException).code ?? "error"})`,

@@ -1,11 +1,11 @@
 import { createApp, createOps } from "./app";
-import { createTokenStore, type IssuedToken } from "./auth/tokens";
+import type { IssuedToken } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
-import { closeDatabase, openDatabase } from "./db/client";
-import { ForeignDatabaseError } from "./db/ownership";
-import { faultDetail, faultSummary } from "./http/errors";
+import { type OpenedStores, openStores, StartupRefusal } from "./db/open";
+import { faultSummary } from "./http/errors";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
+import type { RequestNotes } from "./ops/request-id";
 import { serve } from "./server";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
@@ -23,30 +23,31 @@ try {
   throw error;
 }
 
-let database: ReturnType<typeof openDatabase>;
+const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
+const notes: RequestNotes = new WeakMap();
+const log = faultLog(logger, notes);
+let opened: OpenedStores;
 let issued: IssuedToken | undefined;
 try {
-  database = openDatabase({ path: config.databasePath, synchronous: config.synchronous });
+  opened = await openStores(config, log);
   // The first read of the tokens table: damage there is a start-up failure like any other.
-  issued = createTokenStore(database.db).bootstrap();
+  issued = await opened.stores.tokens.bootstrap();
 } catch (error) {
-  if (error instanceof ForeignDatabaseError) fail(error.message);
-  fail(`cannot open the database at ${config.databasePath}: ${faultSummary(error)}`);
+  if (error instanceof StartupRefusal) fail(error.message);
+  fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
 }
-const { sqlite, db } = database;
+const { stores } = opened;
 
-const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
-const ops = createOps(db);
+const ops = createOps(stores, notes);
 ops.lifecycle.state = "starting";
-const log = faultLog(logger, ops.notes);
 const lifecycle = lifecycleLogger(logger);
 
-const app = createApp({ db, config, log, ops });
+const app = createApp({ stores, config, log, ops });
 let running: ReturnType<typeof serve>;
 try {
   running = serve(app, { ...config, log, access, ops });
 } catch (error) {
-  sqlite.close();
+  await stores.close();
   fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
 }
 let metricsServer: ReturnType<typeof serveMetrics> | undefined;
@@ -55,7 +56,7 @@ if (config.metricsPort !== undefined) {
   try {
     metricsServer = serveMetrics(metricsApp, { host: config.metricsHost, port: config.metricsPort });
   } catch (error) {
-    sqlite.close();
+    await stores.close();
     fail(`cannot listen for metrics on ${config.metricsHost}:${config.metricsPort}: ${faultSummary(error)}`);
   }
 }
@@ -69,14 +70,7 @@ async function shutdown(signal: string) {
   const cutOff = await running.drain(config.shutdownTimeoutMs);
   if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
   await metricsServer?.stop(true);
-  try {
-    closeDatabase(sqlite);
-  } catch (error) {
-    // A full disk fails the checkpoint; the WAL still holds every committed write and the next
-    // start (or any reader) uses it, so this is worth a line, not a failed exit.
-    logger.error({ err: faultDetail(error) }, "the final WAL checkpoint failed; the WAL keeps every committed write");
-    sqlite.close();
-  }
+  await stores.close();
   lifecycle.info("Stopped cleanly.");
   await flush();
   process.exit(0);

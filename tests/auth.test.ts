@@ -21,9 +21,9 @@ describe("authentication", () => {
   let t: TestApp;
   let token: string;
 
-  beforeEach(() => {
-    t = makeTestApp();
-    token = t.tokenFor("alice");
+  beforeEach(async () => {
+    t = await makeTestApp();
+    token = await t.tokenFor("alice");
   });
 
   test("a valid bearer token is accepted", async () => {
@@ -56,9 +56,9 @@ describe("authentication", () => {
   });
 
   test('a revoked token fails from its very next request with error="invalid_token"', async () => {
-    const issued = t.tokens.issue("bob");
+    const issued = await t.tokens.issue("bob");
     expect((await t.call("GET", "/plants", { token: issued.token })).status).toBe(200);
-    expect(t.tokens.revoke(issued.id)).toBe("revoked");
+    expect(await t.tokens.revoke(issued.id)).toBe("revoked");
     await expect401(await t.call("GET", "/plants", { token: issued.token }), INVALID);
     // Other tokens are not affected.
     expect((await t.call("GET", "/plants", { token })).status).toBe(200);

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { onSqlite } from "./helpers";
 import { type RunningServer, runCli, scratchDir, startServer } from "./process";
 
 const INT64_MAX = 9223372036854775807n;
@@ -13,20 +14,6 @@ const INT64_MIN = -9223372036854775808n;
 let scratch: ReturnType<typeof scratchDir>;
 let server: RunningServer;
 let env: Record<string, string>;
-
-beforeAll(async () => {
-  scratch = scratchDir();
-  env = { DATABASE_URL: join(scratch.dir, "plants.sqlite"), RATE_LIMIT_PER_MINUTE: "0" };
-  server = await startServer(env);
-});
-
-afterAll(async () => {
-  try {
-    if (server) expect(await server.stop()).toBe(0);
-  } finally {
-    scratch?.cleanup();
-  }
-});
 
 /** Each test gets its own user, so its listing holds only its own plants. */
 async function tokenFor(user: string): Promise<string> {
@@ -68,7 +55,22 @@ function shuffled<T>(items: T[]): T[] {
 
 const byBigint = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
 
-describe("one server, many simultaneous requests", () => {
+// A server process on a SQLite file: SQLite only.
+describe.if(onSqlite)("one server, many simultaneous requests", () => {
+  beforeAll(async () => {
+    scratch = scratchDir();
+    env = { DATABASE_URL: join(scratch.dir, "plants.sqlite"), RATE_LIMIT_PER_MINUTE: "0" };
+    server = await startServer(env);
+  });
+
+  afterAll(async () => {
+    try {
+      if (server) expect(await server.stop()).toBe(0);
+    } finally {
+      scratch?.cleanup();
+    }
+  });
+
   test("50 simultaneous creates of the same id: exactly one 200, 49 × 409, one row holding the winner's data", async () => {
     const token = await tokenFor("race-same-id");
     const id = INT64_MAX - 3n;

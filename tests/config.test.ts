@@ -6,7 +6,8 @@ describe("configuration", () => {
     expect(loadConfig({})).toEqual({
       port: 3000,
       host: "0.0.0.0",
-      databasePath: "./data/plants.sqlite",
+      database: { engine: "sqlite", path: "./data/plants.sqlite" },
+      databaseName: "./data/plants.sqlite",
       synchronous: "FULL",
       bodyLimitBytes: 65536,
       bodyTimeoutMs: 10000,
@@ -33,10 +34,29 @@ describe("configuration", () => {
   });
 
   test("DATABASE_URL takes a plain path, a file: URL or :memory:", () => {
-    expect(loadConfig({ DATABASE_URL: "/var/lib/p.db" }).databasePath).toBe("/var/lib/p.db");
-    expect(loadConfig({ DATABASE_URL: "file:./x.sqlite" }).databasePath).toBe("./x.sqlite");
-    expect(loadConfig({ DATABASE_URL: "file:///srv/x.sqlite" }).databasePath).toBe("/srv/x.sqlite");
-    expect(loadConfig({ DATABASE_URL: ":memory:" }).databasePath).toBe(":memory:");
+    const sqlite = (path: string) => ({ database: { engine: "sqlite", path }, databaseName: path });
+    expect(loadConfig({ DATABASE_URL: "/var/lib/p.db" })).toMatchObject(sqlite("/var/lib/p.db"));
+    expect(loadConfig({ DATABASE_URL: "file:./x.sqlite" })).toMatchObject(sqlite("./x.sqlite"));
+    expect(loadConfig({ DATABASE_URL: "file:///srv/x.sqlite" })).toMatchObject(sqlite("/srv/x.sqlite"));
+    expect(loadConfig({ DATABASE_URL: ":memory:" })).toMatchObject(sqlite(":memory:"));
+  });
+
+  test("DATABASE_URL takes a postgres:// URL, with the pool settings from DB_POOL_SIZE and the timeouts", () => {
+    expect(loadConfig({ DATABASE_URL: "postgres://db/plants" }).database).toEqual({
+      engine: "postgres",
+      url: "postgres://db/plants",
+      poolSize: 10,
+      connectTimeoutMs: 5000,
+      statementTimeoutMs: 10000,
+    });
+    expect(
+      loadConfig({
+        DATABASE_URL: "postgres://db/plants",
+        DB_POOL_SIZE: "4",
+        DB_CONNECT_TIMEOUT_MS: "2000",
+        DB_STATEMENT_TIMEOUT_MS: "30000",
+      }).database,
+    ).toMatchObject({ engine: "postgres", poolSize: 4, connectTimeoutMs: 2000, statementTimeoutMs: 30000 });
   });
 
   test.each([
@@ -44,7 +64,10 @@ describe("configuration", () => {
     [{ PORT: "70000" }, "PORT must be an integer between 0 and 65535"],
     [{ PORT: "-1" }, "PORT must be an integer between 0 and 65535"],
     [{ DB_SYNCHRONOUS: "sometimes" }, "DB_SYNCHRONOUS must be one of OFF, NORMAL, FULL, EXTRA"],
-    [{ DATABASE_URL: "postgres://db/plants" }, "DATABASE_URL must be a SQLite path, a file: URL or :memory:"],
+    [
+      { DATABASE_URL: "mysql://db/plants" },
+      "DATABASE_URL must be a SQLite path, a file: URL, :memory: or a postgres:// URL",
+    ],
     [{ BODY_LIMIT_BYTES: "10" }, "BODY_LIMIT_BYTES must be an integer between 1024 and 16777216"],
     [{ RATE_LIMIT_PER_MINUTE: "-5" }, "RATE_LIMIT_PER_MINUTE must be an integer between 0 and 10000000"],
     [{ MAX_IN_FLIGHT: "0" }, "MAX_IN_FLIGHT must be an integer between 1 and 1000000"],

@@ -3,8 +3,6 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { DrizzleQueryError } from "drizzle-orm";
-import { createTokenStore } from "../src/auth/tokens";
-import { closeDatabase, openDatabase } from "../src/db/client";
 import {
   createStoreHealth,
   DAMAGED_LOG_MESSAGE,
@@ -12,11 +10,14 @@ import {
   DAMAGED_REQUEST_MESSAGE,
   isDatabaseDamage,
 } from "../src/db/health";
-import { plants } from "../src/db/schema";
+import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
+import { plants } from "../src/db/sqlite/schema";
+import { createSqliteTokenStore } from "../src/db/sqlite/tokens";
+import { onSqlite } from "./helpers";
 import { runToExit, scratchDir, startServer } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
-beforeEach(() => {
+beforeEach(async () => {
   scratch = scratchDir();
 });
 afterEach(() => scratch.cleanup());
@@ -28,9 +29,9 @@ const DAMAGED_BYTES = 2800;
  * The issue's case: a valid database of one user's plants, then 2.8 KB overwritten in the
  * middle of the file, inside the plants table's pages. Returns that user's token.
  */
-function damagedDatabase(path: string): string {
+async function damagedDatabase(path: string): Promise<string> {
   const { sqlite, db } = openDatabase({ path, synchronous: "FULL" });
-  const { token } = createTokenStore(db).issue("alice");
+  const { token } = await createSqliteTokenStore(db).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, 'seed')");
   sqlite.transaction(() => {
     for (let id = 1; id <= PLANTS; id++) insert.run(id, `Plant ${id}`);
@@ -65,10 +66,11 @@ function errorFrom(query: () => unknown): unknown {
   return undefined;
 }
 
-describe("telling damage from other faults", () => {
-  test("a damaged page, read through the driver or through Drizzle, or wrapped in Drizzle's error, is damage", () => {
+// Damage is a SQLite file's: these tests write, break and read SQLite files.
+describe.if(onSqlite)("telling damage from other faults", () => {
+  test("a damaged page, read through the driver or through Drizzle, or wrapped in Drizzle's error, is damage", async () => {
     const path = join(scratch.dir, "plants.sqlite");
-    damagedDatabase(path);
+    await damagedDatabase(path);
     const { sqlite, db } = openDatabase({ path, synchronous: "FULL", readonly: true });
     const throughDriver = errorFrom(() => sqlite.query("SELECT * FROM plants").all());
     const throughDrizzle = errorFrom(() => db.select().from(plants).all());
@@ -104,9 +106,9 @@ describe("telling damage from other faults", () => {
     }
   });
 
-  test("the store's health turns damaged on the first damage and stays so", () => {
+  test("the store's health turns damaged on the first damage and stays so", async () => {
     const path = join(scratch.dir, "plants.sqlite");
-    damagedDatabase(path);
+    await damagedDatabase(path);
     const sqlite = new Database(path, { readonly: true });
     const damage = errorFrom(() => sqlite.query("SELECT * FROM plants").all());
     sqlite.close();
@@ -120,10 +122,10 @@ describe("telling damage from other faults", () => {
   });
 });
 
-describe("a database damaged inside the file", () => {
+describe.if(onSqlite)("a database damaged inside the file", () => {
   test("the first request that reads the damage gets 503 with the Error body, and readiness is 503 from then on", async () => {
     const path = join(scratch.dir, "plants.sqlite");
-    const token = damagedDatabase(path);
+    const token = await damagedDatabase(path);
     const server = await startServer({ DATABASE_URL: path });
     try {
       // Start-up reads the header and the schema, not every page: it cannot know yet.

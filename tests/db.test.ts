@@ -1,16 +1,18 @@
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { openDatabase } from "../src/db/client";
+import { openDatabase } from "../src/db/sqlite/client";
+import { onSqlite } from "./helpers";
 import { scratchDir } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
-beforeEach(() => {
+beforeEach(async () => {
   scratch = scratchDir();
 });
 afterEach(() => scratch.cleanup());
 
-describe("the database connection", () => {
+// Pragmas, SQLite files and their migrations table: SQLite's own.
+describe.if(onSqlite)("the SQLite database connection", () => {
   test("opens a file in WAL mode with the configured synchronous level, foreign keys and a busy timeout", () => {
     const { sqlite } = openDatabase({ path: join(scratch.dir, "a.sqlite"), synchronous: "FULL" });
     expect(sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });

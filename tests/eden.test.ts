@@ -23,15 +23,15 @@ const exactId = (decimal: string): number =>
 const errorBody = (error: { value: unknown } | null): unknown => error?.value;
 
 /** A typed client on a fresh in-process app: treaty(app) calls app.handle, nothing listens. */
-function clients() {
-  const t = makeTestApp();
-  const authorization = `Bearer ${t.tokenFor("alice")}`;
+async function clients() {
+  const t = await makeTestApp();
+  const authorization = `Bearer ${await t.tokenFor("alice")}`;
   return { api: treaty(t.app, { headers: { authorization } }), anonymous: treaty(t.app) };
 }
 
 describe("Eden treaty client, typed from the app", () => {
   test("create: 200 with the stored plant, typed as Plant", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     const { data, error, status } = await api.plants.post({ id: 1, name: "Monstera", tag: "tropical" });
     assertType<Equal<typeof data, Plant | null>>();
     expect(status).toBe(200);
@@ -40,7 +40,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("list with limit: a typed array, by id ascending, at most `limit` long", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     for (const [id, name] of [
       [3, "Cactus"],
       [1, "Monstera"],
@@ -56,7 +56,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("paging: pass the Link header's after back until there is none; after and tag are typed", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     for (const id of [5, 1, 4, 2, 3]) {
       expect((await api.plants.post({ id, name: `P${id}`, tag: id % 2 === 0 ? "even" : "odd" })).status).toBe(200);
     }
@@ -79,7 +79,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("delete: 204, and the plant is gone", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     await api.plants.post({ id: 7, name: "Fern" });
     const deleted = await api.plants({ id: 7 }).delete();
     expect(deleted.status).toBe(204);
@@ -91,7 +91,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("a duplicate id: 409 with the Error body, and the stored plant unchanged", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     await api.plants.post({ id: 1, name: "Monstera" });
     const duplicate = await api.plants.post({ id: 1, name: "Impostor" });
     expect(duplicate.status).toBe(409);
@@ -104,7 +104,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("no token: 401 with WWW-Authenticate and the Error body", async () => {
-    const { anonymous } = clients();
+    const { anonymous } = await clients();
     const { status, error, response } = await anonymous.plants.get();
     expect(status).toBe(401);
     expect(response.headers.get("www-authenticate")).toBe("Bearer");
@@ -112,7 +112,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("a wrong body shape is a type error (and a 400 at run time)", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     // @ts-expect-error name must be a string
     const wrong = await api.plants.post({ id: 1, name: 42 });
     expect(wrong.status).toBe(400);
@@ -120,7 +120,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("ids past 2^53 stay exact when sent as raw JSON literals", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     expect((await api.plants.post({ id: exactId("9223372036854775807"), name: "Max" })).status).toBe(200);
     expect((await api.plants.post({ id: exactId("9223372036854775806"), name: "Max - 1" })).status).toBe(200);
     expect((await api.plants.get()).data).toEqual([{ name: "Max - 1" }, { name: "Max" }]);
@@ -129,7 +129,7 @@ describe("Eden treaty client, typed from the app", () => {
   });
 
   test("a bigint id cannot be sent: Eden's JSON.stringify refuses it (send a number or a raw literal)", async () => {
-    const { api } = clients();
+    const { api } = await clients();
     await expect(api.plants.post({ id: 1n, name: "Monstera" })).rejects.toThrow(/BigInt/);
   });
 });

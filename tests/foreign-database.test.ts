@@ -2,8 +2,9 @@ import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../src/db/client";
-import { ForeignDatabaseError } from "../src/db/ownership";
+import { openDatabase } from "../src/db/sqlite/client";
+import { ForeignDatabaseError } from "../src/db/sqlite/ownership";
+import { onSqlite } from "./helpers";
 import { scratchDir } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
@@ -34,13 +35,13 @@ function refusal(path: string): string {
 const found = (path: string, what: string) =>
   `the database at ${path} is not a Plant Store database: it holds ${what} and no migrations table; point DATABASE_URL at a new file or at a Plant Store database`;
 
-describe("whose database it is", () => {
+describe.if(onSqlite)("whose database it is", () => {
   test("a new file and an empty existing file are ours to fill", () => {
     const empty = join(scratch.dir, "empty.sqlite");
     writeFileSync(empty, "");
     for (const path of [join(scratch.dir, "new.sqlite"), empty, ":memory:"]) {
       const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 2 });
+      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 3 });
       sqlite.close();
     }
   });

@@ -3,8 +3,9 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGroupCommit } from "../src/db/group-commit";
+import { createGroupCommit } from "../src/db/sqlite/group-commit";
 import { StoreUnavailable } from "../src/db/store-errors";
+import { onSqlite } from "./helpers";
 
 /** An in-memory database that counts the transactions committed on it. */
 function countingDatabase() {
@@ -19,7 +20,7 @@ function countingDatabase() {
   return { sqlite, statements };
 }
 
-describe("group commit", () => {
+describe.if(onSqlite)("group commit", () => {
   test("writes issued together share one transaction, and each gets its own result", async () => {
     const { sqlite, statements } = countingDatabase();
     const writes = createGroupCommit(sqlite);
@@ -102,7 +103,7 @@ describe("group commit", () => {
   });
 });
 
-describe("group commit and a write lock held by another connection", () => {
+describe.if(onSqlite)("group commit and a write lock held by another connection", () => {
   function fileDatabases() {
     const dir = mkdtempSync(join(tmpdir(), "plant-store-lock-"));
     const path = join(dir, "db.sqlite");

@@ -1,36 +1,122 @@
 import { Database } from "bun:sqlite";
 import { expect } from "bun:test";
+import { SQL } from "bun";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
-import { createTokenStore } from "../src/auth/tokens";
-import { openDatabase } from "../src/db/client";
+import { connect, migrate } from "../src/db/postgres/client";
+import { createPostgresStores } from "../src/db/postgres/stores";
+import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
+import { createSqliteStores } from "../src/db/sqlite/stores";
+import type { Stores } from "../src/db/stores";
 
 export const BASE = "http://localhost";
 
-/** A fresh app on its own migrated in-memory database; rate limiting off unless asked for. */
-export function makeTestApp(
-  options: Partial<AppConfig> & { now?: () => number; logWith?: (ops: AppOps) => FaultLog } = {},
-) {
+/** Which engine the in-process tests run on: `TEST_DATABASE=postgres` (with `TEST_DATABASE_URL`) or SQLite. */
+export const ENGINE: "sqlite" | "postgres" = process.env.TEST_DATABASE === "postgres" ? "postgres" : "sqlite";
+export const onSqlite = ENGINE === "sqlite";
+export const onPostgres = ENGINE === "postgres";
+
+/** Stores opened by a test: closed after it (tests/setup.ts), so connections never pile up. */
+export const openedStores = new Set<Stores>();
+
+let templateReady: Promise<string> | undefined;
+let databases = 0;
+
+/** A migrated template database, made once per test process; each test copies it (about 70 ms). */
+function postgresTemplate(): Promise<string> {
+  templateReady ??= (async () => {
+    const url = process.env.TEST_DATABASE_URL;
+    if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
+    const admin = new SQL(url, { max: 1 });
+    const name = `plants_template_${process.pid}`;
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    await admin.close();
+    const target = postgresTarget(withDatabaseName(url, name));
+    const { client } = connect(target, 1);
+    await migrate(client);
+    await client.close();
+    return name;
+  })();
+  return templateReady;
+}
+
+function withDatabaseName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+export function postgresTarget(url: string) {
+  return { engine: "postgres" as const, url, poolSize: 10, connectTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
+}
+
+/** A fresh, migrated PostgreSQL database copied from the template; its URL. */
+export async function freshPostgresDatabase(): Promise<string> {
+  const template = await postgresTemplate();
+  const url = process.env.TEST_DATABASE_URL as string;
+  const name = `plants_test_${process.pid}_${++databases}`;
+  const admin = new SQL(url, { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  await admin.close();
+  return withDatabaseName(url, name);
+}
+
+/** Stores on a fresh database of the engine under test. */
+export async function freshStores(options: {
+  clock: () => number;
+  log: FaultLog;
+  maxQueued: number;
+  lockTimeoutMs: number;
+}) {
+  if (onPostgres) {
+    const { client, db } = connect(postgresTarget(await freshPostgresDatabase()));
+    const stores = createPostgresStores(client, db, options);
+    openedStores.add(stores);
+    return { stores, sqlite: undefined as unknown as Database, db: undefined as unknown as AppDatabase };
+  }
   const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
-  const ops = createOps(db);
+  const stores = createSqliteStores(db, options);
+  openedStores.add(stores);
+  return { stores, sqlite, db };
+}
+
+/**
+ * A fresh app on its own migrated database (in memory on SQLite, a copy of the migrated
+ * template on PostgreSQL); rate limiting off unless asked for. `sqlite` and `db` exist on SQLite
+ * only, for the tests that are about that engine.
+ */
+export async function makeTestApp(
+  options: Partial<AppConfig & { maxInFlight: number; writeLockTimeoutMs: number }> & {
+    now?: () => number;
+    logWith?: (ops: AppOps) => FaultLog;
+  } = {},
+) {
   const logged: Array<{ message: string; detail: unknown }> = [];
   const clock = options.now ?? Date.now;
+  let log: FaultLog = (message, detail) => logged.push({ message, detail });
+  const { stores, sqlite, db } = await freshStores({
+    clock,
+    log: (message, detail, request) => log(message, detail, request),
+    maxQueued: options.maxInFlight ?? 1024,
+    lockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
+  });
+  const ops = createOps(stores);
+  if (options.logWith) log = options.logWith(ops);
   const app = createApp({
-    db,
+    stores,
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
       bodyTimeoutMs: options.bodyTimeoutMs ?? 10_000,
       rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
       authFailuresPerMinute: options.authFailuresPerMinute ?? 0,
-      maxInFlight: options.maxInFlight ?? 1024,
-      writeLockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
       corsOrigins: options.corsOrigins ?? [],
       swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
     },
     clock,
-    log: options.logWith?.(ops) ?? ((message, detail) => logged.push({ message, detail })),
+    log: (message, detail, request) => log(message, detail, request),
     ops,
   });
-  const tokens = createTokenStore(db, clock);
+  const tokens = stores.tokens;
 
   /** Sends a request; `token` becomes the Authorization header, `json` the JSON body. */
   async function call(
@@ -50,6 +136,7 @@ export function makeTestApp(
 
   return {
     app,
+    stores,
     sqlite,
     db,
     tokens,
@@ -62,11 +149,11 @@ export function makeTestApp(
       expect(response.status).toBe(200);
     },
     /** Issues a token for `user` (created if needed) and returns the secret. */
-    tokenFor: (user: string) => tokens.issue(user).token,
+    tokenFor: async (user: string) => (await tokens.issue(user)).token,
   };
 }
 
-export type TestApp = ReturnType<typeof makeTestApp>;
+export type TestApp = Awaited<ReturnType<typeof makeTestApp>>;
 
 /**
  * An error response: the status, a JSON content type, and exactly the Error body's two fields

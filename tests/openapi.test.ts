@@ -19,7 +19,7 @@ interface Operation {
 }
 
 async function fetchDocument() {
-  const t = makeTestApp();
+  const t = await makeTestApp();
   const response = await t.call("GET", "/swagger/json");
   expect(response.status).toBe(200);
   return { t, document: (await response.json()) as OpenAPIDocument };
@@ -33,7 +33,7 @@ function operation(document: OpenAPIDocument, path: string, method: string): Ope
 
 describe("OpenAPI document at /swagger/json", () => {
   test("validates with a standard OpenAPI validator", async () => {
-    const t = makeTestApp();
+    const t = await makeTestApp();
     const raw = await (await t.call("GET", "/swagger/json")).text();
     await expect(SwaggerParser.validate(JSON.parse(raw))).resolves.toBeDefined();
   });
@@ -106,7 +106,7 @@ describe("OpenAPI document at /swagger/json", () => {
 
 describe("Swagger UI at /swagger", () => {
   test("is an HTML page whose assets are served by the service itself", async () => {
-    const t = makeTestApp();
+    const t = await makeTestApp();
     const page = await t.call("GET", "/swagger");
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toStartWith("text/html");
@@ -124,7 +124,7 @@ describe("Swagger UI at /swagger", () => {
   });
 
   test("an unknown asset is a 404 with the Error body", async () => {
-    const t = makeTestApp();
+    const t = await makeTestApp();
     for (const name of ["secret.txt", "constructor", "__proto__", "..%2Fpackage.json"]) {
       const response = await t.call("GET", `/swagger/assets/${name}`);
       expect(response.status).toBe(404);
@@ -135,7 +135,7 @@ describe("Swagger UI at /swagger", () => {
 
 describe("where the document and the page are served", () => {
   test("/openapi.json is the same document as /swagger/json", async () => {
-    const t = makeTestApp();
+    const t = await makeTestApp();
     const documentAt = async (path: string) => {
       const response = await t.call("GET", path);
       expect(response.status).toBe(200);
@@ -149,7 +149,7 @@ describe("where the document and the page are served", () => {
   });
 
   test("/swagger/ with a trailing slash is the page, naming its document and assets by absolute path", async () => {
-    const t = makeTestApp();
+    const t = await makeTestApp();
     const slash = await t.call("GET", "/swagger/");
     const plain = await t.call("GET", "/swagger");
     expect(slash.status).toBe(200);

@@ -9,9 +9,9 @@ describe("POST /plants", () => {
   let t: TestApp;
   let token: string;
 
-  beforeEach(() => {
-    t = makeTestApp();
-    token = t.tokenFor("alice");
+  beforeEach(async () => {
+    t = await makeTestApp();
+    token = await t.tokenFor("alice");
   });
 
   const create = (json: unknown, init: { token?: string } = {}) =>
@@ -195,7 +195,7 @@ describe("POST /plants", () => {
     });
 
     test("two users may each own a plant with id 7", async () => {
-      const bob = t.tokenFor("bob");
+      const bob = await t.tokenFor("bob");
       expect((await create({ id: 7, name: "Alice's" })).status).toBe(200);
       const response = await create({ id: 7, name: "Bob's" }, { token: bob });
       expect(response.status).toBe(200);
@@ -272,8 +272,8 @@ describe("POST /plants", () => {
     });
 
     test("a body over the limit is 413 (app with a 2 KiB limit, 4 KiB body)", async () => {
-      const small = makeTestApp({ bodyLimitBytes: 2048 });
-      const smallToken = small.tokenFor("alice");
+      const small = await makeTestApp({ bodyLimitBytes: 2048 });
+      const smallToken = await small.tokenFor("alice");
       const body = JSON.stringify({ id: 1, name: "Fern", padding: "p".repeat(4096) });
 
       const declared = await small.call("POST", "/plants", { token: smallToken, json: body });

@@ -7,9 +7,9 @@ describe("DELETE /plants/{id}", () => {
   let t: TestApp;
   let token: string;
 
-  beforeEach(() => {
-    t = makeTestApp();
-    token = t.tokenFor("alice");
+  beforeEach(async () => {
+    t = await makeTestApp();
+    token = await t.tokenFor("alice");
   });
 
   const create = (id: string, name: string, as = token) => t.createPlant(id, name, as);
@@ -36,7 +36,7 @@ describe("DELETE /plants/{id}", () => {
   });
 
   test("another user's plant is 404 and stays in place for its owner", async () => {
-    const bob = t.tokenFor("bob");
+    const bob = await t.tokenFor("bob");
     await create("7", "Bob's fern", bob);
     const message = await expectError(await remove("7"), 404);
     expect(message).not.toContain("bob");
@@ -45,7 +45,7 @@ describe("DELETE /plants/{id}", () => {
   });
 
   test("another user's plant and a missing plant get the same answer", async () => {
-    const bob = t.tokenFor("bob");
+    const bob = await t.tokenFor("bob");
     await create("7", "Bob's fern", bob);
     const theirs = await remove("7");
     const missing = await remove("8");
@@ -54,7 +54,7 @@ describe("DELETE /plants/{id}", () => {
   });
 
   test("deleting the caller's plant leaves another user's plant with the same id", async () => {
-    const bob = t.tokenFor("bob");
+    const bob = await t.tokenFor("bob");
     await create("7", "Alice's fern");
     await create("7", "Bob's fern", bob);
     expect((await remove("7")).status).toBe(204);

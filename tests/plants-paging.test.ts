@@ -1,14 +1,14 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { expectError, makeTestApp, type TestApp } from "./helpers";
+import { expectError, makeTestApp, onSqlite, type TestApp } from "./helpers";
 
 const MIN = "-9223372036854775808";
 const MAX = "9223372036854775807";
 
 let t: TestApp;
 let token: string;
-beforeEach(() => {
-  t = makeTestApp();
-  token = t.tokenFor("alice");
+beforeEach(async () => {
+  t = await makeTestApp();
+  token = await t.tokenFor("alice");
 });
 
 /** Creates a plant from raw JSON (exact ids) with an optional tag. */
@@ -120,7 +120,7 @@ describe("GET /plants paging with limit, after and Link", () => {
     expect(response.headers.get("link")).toBe('</plants?limit=1&after=1>; rel="next"');
   });
 
-  test("a page longer than one chunk ends at its limit, with the link naming its last plant", async () => {
+  test.if(onSqlite)("a page longer than one chunk ends at its limit, with the link naming its last plant", async () => {
     const insert = t.sqlite.prepare("INSERT INTO plants (owner_id, id, name) VALUES (1, ?, ?)");
     t.sqlite.transaction(() => {
       for (let i = 1; i <= 2_500; i++) insert.run(i, `p${i}`);
@@ -166,7 +166,7 @@ describe("GET /plants?tag=", () => {
   });
 
   test("another user's plants never match", async () => {
-    const bob = t.tokenFor("bob");
+    const bob = await t.tokenFor("bob");
     await create("1", "shared", bob);
     await create("2", "shared");
     expect(await (await get("/plants?tag=shared")).json()).toEqual([{ name: "p2", tag: "shared" }]);
@@ -214,7 +214,7 @@ describe("GET /plants/{id}", () => {
   test("the caller's plant, exact at the int64 ends; 404 for another user's or a missing one", async () => {
     await create(MAX, "top");
     await create(MIN);
-    const bob = t.tokenFor("bob");
+    const bob = await t.tokenFor("bob");
     await create("7", "bob's", bob);
     expect(await (await get(`/plants/${MAX}`)).json()).toEqual({ name: `p${MAX}`, tag: "top" });
     expect(await (await get(`/plants/${MIN}`)).json()).toEqual({ name: `p${MIN}` });
@@ -237,8 +237,8 @@ describe("GET /plants/{id}", () => {
 
 describe("CORS", () => {
   test("exposes Link to an allowed origin", async () => {
-    const cors = makeTestApp({ corsOrigins: ["https://app.example.com"] });
-    const corsToken = cors.tokenFor("alice");
+    const cors = await makeTestApp({ corsOrigins: ["https://app.example.com"] });
+    const corsToken = await cors.tokenFor("alice");
     const response = await cors.call("GET", "/plants?limit=1", {
       token: corsToken,
       headers: { origin: "https://app.example.com" },

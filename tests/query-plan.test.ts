@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { openDatabase } from "../src/db/client";
-import { listPlantsQuery } from "../src/plants/queries";
+import { openDatabase } from "../src/db/sqlite/client";
+import { listPlantsQuery } from "../src/db/sqlite/plants";
+import { onSqlite } from "./helpers";
 
 /** What SQLite plans for the list query with these filters (and ids only, or whole plants). */
 function planOf(options: Parameters<typeof listPlantsQuery>[1]) {
@@ -13,18 +14,24 @@ function planOf(options: Parameters<typeof listPlantsQuery>[1]) {
   return { sql, details: plan.map((step) => step.detail) };
 }
 
-describe("the list query walks an index in id order: no scan, no sort, whatever the store holds", () => {
+describe.if(onSqlite)("the list query walks an index in id order: no scan, no sort, whatever the store holds", () => {
   test.each([
     [{}, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
     [{ after: true }, "SEARCH plants USING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)"],
     [{ tag: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=?)"],
-    [{ tag: true, after: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=? AND id>?)"],
+    [
+      { tag: true, after: true },
+      "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=? AND id>?)",
+    ],
     [{ idsOnly: true }, "SEARCH plants USING COVERING INDEX sqlite_autoindex_plants_1 (owner_id=?)"],
     [
       { idsOnly: true, after: true },
       "SEARCH plants USING COVERING INDEX sqlite_autoindex_plants_1 (owner_id=? AND id>?)",
     ],
-    [{ idsOnly: true, tag: true }, "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=?)"],
+    [
+      { idsOnly: true, tag: true },
+      "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=?)",
+    ],
     [
       { idsOnly: true, tag: true, after: true },
       "SEARCH plants USING COVERING INDEX plants_owner_tag_id_name_idx (owner_id=? AND tag=? AND id>?)",

@@ -4,8 +4,8 @@ import { BASE, expectError, makeTestApp, type TestApp } from "./helpers";
 describe("per-token rate limiting", () => {
   test("past the limit a token gets 429 with Retry-After and the Error body; it refills over time", async () => {
     let now = 1_000_000;
-    const t = makeTestApp({ rateLimitPerMinute: 3, now: () => now });
-    const token = t.tokenFor("alice");
+    const t = await makeTestApp({ rateLimitPerMinute: 3, now: () => now });
+    const token = await t.tokenFor("alice");
     for (let i = 0; i < 3; i++) expect((await t.call("GET", "/plants", { token })).status).toBe(200);
 
     const limited = await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } });
@@ -23,8 +23,8 @@ describe("per-token rate limiting", () => {
   });
 
   test("tokens are limited separately, and an invalid token is a 401, not a 429", async () => {
-    const t = makeTestApp({ rateLimitPerMinute: 1, now: () => 0 });
-    const [alice, bob] = [t.tokenFor("alice"), t.tokenFor("bob")];
+    const t = await makeTestApp({ rateLimitPerMinute: 1, now: () => 0 });
+    const [alice, bob] = [await t.tokenFor("alice"), await t.tokenFor("bob")];
     expect((await t.call("GET", "/plants", { token: alice })).status).toBe(200);
     expect((await t.call("GET", "/plants", { token: alice })).status).toBe(429);
     expect((await t.call("GET", "/plants", { token: bob })).status).toBe(200);
@@ -33,8 +33,8 @@ describe("per-token rate limiting", () => {
   });
 
   test("0 turns it off", async () => {
-    const t = makeTestApp({ rateLimitPerMinute: 0, now: () => 0 });
-    const token = t.tokenFor("alice");
+    const t = await makeTestApp({ rateLimitPerMinute: 0, now: () => 0 });
+    const token = await t.tokenFor("alice");
     for (let i = 0; i < 200; i++) expect((await t.call("GET", "/plants?limit=1", { token })).status).toBe(200);
   });
 });
@@ -51,8 +51,8 @@ describe("failed authentications per client address", () => {
 
   test("past the budget an address gets 429 with Retry-After before its token is even looked at", async () => {
     let now = 5_000_000;
-    const t = makeTestApp({ authFailuresPerMinute: 3, now: () => now });
-    const valid = t.tokenFor("alice");
+    const t = await makeTestApp({ authFailuresPerMinute: 3, now: () => now });
+    const valid = await t.tokenFor("alice");
     // A valid token does not spend the budget.
     for (let i = 0; i < 5; i++) expect((await from(t, "192.0.2.1", valid)).status).toBe(200);
     expect((await from(t, "192.0.2.1")).status).toBe(401);
@@ -73,7 +73,7 @@ describe("failed authentications per client address", () => {
   });
 
   test("0 turns it off", async () => {
-    const t = makeTestApp({ authFailuresPerMinute: 0, now: () => 0 });
+    const t = await makeTestApp({ authFailuresPerMinute: 0, now: () => 0 });
     for (let i = 0; i < 300; i++) expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(401);
   });
 });

@@ -5,7 +5,7 @@ import { runCli, scratchDir, startServer } from "./process";
 let scratch: ReturnType<typeof scratchDir>;
 let env: Record<string, string>;
 
-beforeEach(() => {
+beforeEach(async () => {
   scratch = scratchDir();
   // A folder that does not exist yet: the server must create it.
   env = { DATABASE_URL: join(scratch.dir, "nested", "plants.sqlite") };

@@ -7,7 +7,7 @@ import { openRaw } from "./raw-http";
 
 let scratch: ReturnType<typeof scratchDir>;
 let dbPath: string;
-beforeEach(() => {
+beforeEach(async () => {
   scratch = scratchDir();
   dbPath = join(scratch.dir, "plants.sqlite");
 });

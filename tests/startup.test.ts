@@ -14,8 +14,8 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../src/db/client";
-import { writeClashingDatabase } from "./helpers";
+import { openDatabase } from "../src/db/sqlite/client";
+import { onSqlite, writeClashingDatabase } from "./helpers";
 import { runToExit, scratchDir } from "./process";
 
 let scratch: ReturnType<typeof scratchDir>;
@@ -53,7 +53,7 @@ async function startExpectingFailure(databaseUrl: string) {
   return lines[0] as string;
 }
 
-describe("start-up refuses a database it cannot trust", () => {
+describe.if(onSqlite)("start-up refuses a database it cannot trust", () => {
   test("a corrupt file", async () => {
     const path = join(scratch.dir, "plants.sqlite");
     writeFileSync(path, Buffer.alloc(8192, 0x5a));
@@ -136,7 +136,7 @@ describe("start-up refuses a database it cannot trust", () => {
   });
 });
 
-describe("the CLI refuses a foreign database too", () => {
+describe.if(onSqlite)("the CLI refuses a foreign database too", () => {
   for (const args of [["migrate"], ["token", "create", "--user", "alice"]]) {
     test(`bun run cli ${args.join(" ")}: one line, exit 1, the file left byte for byte`, async () => {
       const path = join(scratch.dir, "plants.sqlite");

@@ -8,7 +8,7 @@ describe("the Swagger page", () => {
     ["by default", false],
     ["with SWAGGER_PERSIST_AUTHORIZATION=true", true],
   ])("%s: a policy that allows its own assets and its one inline script only, and no framing", async (_, persist) => {
-    const response = await makeTestApp({ swaggerPersistAuthorization: persist }).call("GET", "/swagger");
+    const response = await (await makeTestApp({ swaggerPersistAuthorization: persist })).call("GET", "/swagger");
     expect(response.status).toBe(200);
     const html = await response.text();
     const inline = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((match) => match[1] as string);

@@ -3,8 +3,8 @@ import { makeTestApp } from "./helpers";
 
 describe("safe defaults on the wire", () => {
   test("every response says nosniff and carries no banner", async () => {
-    const t = makeTestApp();
-    const token = t.tokenFor("alice");
+    const t = await makeTestApp();
+    const token = await t.tokenFor("alice");
     const responses = await Promise.all([
       t.call("GET", "/plants", { token }),
       t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } }),
@@ -25,8 +25,8 @@ describe("safe defaults on the wire", () => {
   });
 
   test("CORS is off by default: no CORS headers, and a preflight is not answered", async () => {
-    const t = makeTestApp();
-    const token = t.tokenFor("alice");
+    const t = await makeTestApp();
+    const token = await t.tokenFor("alice");
     const simple = await t.call("GET", "/plants", { token, headers: { origin: "https://evil.example" } });
     expect(simple.status).toBe(200);
     expect(simple.headers.get("access-control-allow-origin")).toBeNull();
@@ -42,8 +42,8 @@ describe("safe defaults on the wire", () => {
     const t = () => makeTestApp({ corsOrigins: [allowed, "http://localhost:5173"] });
 
     test("an allowed origin is echoed exactly on requests and preflights", async () => {
-      const app = t();
-      const token = app.tokenFor("alice");
+      const app = await t();
+      const token = await app.tokenFor("alice");
       const simple = await app.call("GET", "/plants", { token, headers: { origin: allowed } });
       expect(simple.headers.get("access-control-allow-origin")).toBe(allowed);
       expect(simple.headers.get("vary")).toContain("Origin");
@@ -71,8 +71,8 @@ describe("safe defaults on the wire", () => {
       "null",
       "http://localhost:5174",
     ])("the near miss %s gets no CORS grant", async (origin) => {
-      const app = t();
-      const token = app.tokenFor("alice");
+      const app = await t();
+      const token = await app.tokenFor("alice");
       const simple = await app.call("GET", "/plants", { token, headers: { origin } });
       expect(simple.status).toBe(200);
       expect(simple.headers.get("access-control-allow-origin")).toBeNull();
@@ -83,7 +83,7 @@ describe("safe defaults on the wire", () => {
     });
 
     test("unknown paths stay 404 and wrong methods 405", async () => {
-      const app = t();
+      const app = await t();
       expect((await app.call("GET", "/nowhere")).status).toBe(404);
       const wrong = await app.call("PUT", "/plants");
       expect(wrong.status).toBe(405);

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 
-const MIGRATIONS_FOLDER = new URL("../../drizzle/", import.meta.url).pathname;
+const MIGRATIONS_FOLDER = new URL("../../drizzle/sqlite/", import.meta.url).pathname;
 const MIGRATIONS_TABLE = "__drizzle_migrations";
 const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"];
 

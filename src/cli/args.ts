@@ -81,7 +81,7 @@ function parse(name: string, command: Command, args: string[]) {
   }
 }
 
-function runCommand(name: string, command: Command, args: string[]): number {
+function runCommand(name: string, command: Command, args: string[]): number | Promise<number> {
   const { options, values, positionals, tokens } = parse(name, command, args);
   if (values.help) {
     console.log(usage(name));
@@ -105,7 +105,7 @@ function runCommand(name: string, command: Command, args: string[]): number {
   return command.run(values as { user?: string }, operand ?? "");
 }
 
-export function run(args: string[]): number {
+export function run(args: string[]): number | Promise<number> {
   const [first, second] = args;
   if (first === "--help" || first === "-h" || first === "help") {
     console.log(overview());

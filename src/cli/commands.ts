@@ -1,10 +1,12 @@
-import { createTokenStore, isValidUserName, USER_NAME_RULE } from "../auth/tokens";
-import { BackupError, backupDatabase } from "../db/backup";
-import { checkDatabase } from "../db/check";
-import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/migrations";
+import { isValidUserName, USER_NAME_RULE } from "../auth/tokens";
+import { loadConfig } from "../config";
+import { BackupError, backupDatabase } from "../db/sqlite/backup";
+import { checkDatabase } from "../db/sqlite/check";
+import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
 import { faultSummary } from "../http/errors";
 import { UsageError } from "./args";
-import { CommandError, withDatabase } from "./database";
+import { CommandError, withDatabase, withTokenStore } from "./database";
+import { postgresBackup, postgresCheck, postgresMigrate } from "./postgres";
 
 const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
 const iso = (date: Date | null) => (date ? date.toISOString() : "-");
@@ -21,17 +23,17 @@ function table(rows: string[][]): string {
     .join("\n");
 }
 
-function createToken(user: string | undefined): number {
+async function createToken(user: string | undefined): Promise<number> {
   if (user === undefined) throw new UsageError("token create needs --user <name>", "token create");
   if (!isValidUserName(user)) throw new UsageError(`--user ${USER_NAME_RULE}`, "token create");
-  const issued = withDatabase({ mode: "write", migrate: true }, ({ db }) => createTokenStore(db).issue(user));
+  const issued = await withTokenStore((tokens) => tokens.issue(user));
   console.log(`Created token ${issued.id} for user "${issued.user}". It is shown only this once:`);
   console.log(issued.token);
   return 0;
 }
 
-function listTokens(): number {
-  const rows = withDatabase({ mode: "write", migrate: true }, ({ db }) => createTokenStore(db).list());
+async function listTokens(): Promise<number> {
+  const rows = await withTokenStore((tokens) => tokens.list());
   if (rows.length === 0) {
     console.log("No tokens.");
     return 0;
@@ -48,15 +50,17 @@ function listTokens(): number {
   return 0;
 }
 
-function revokeToken(id: string): number {
-  const outcome = withDatabase({ mode: "write", migrate: true }, ({ db }) => createTokenStore(db).revoke(Number(id)));
+async function revokeToken(id: string): Promise<number> {
+  const outcome = await withTokenStore((tokens) => tokens.revoke(Number(id)));
   if (outcome === "not-found") throw new CommandError(`no token with id ${id}`);
   console.log(outcome === "revoked" ? `Token ${id} revoked.` : `Token ${id} was already revoked.`);
   return 0;
 }
 
-function backup(target: string): number {
-  const { file, bytes, rows } = withDatabase({ mode: "read", purpose: "back up" }, ({ sqlite }) => {
+async function backup(target: string): Promise<number> {
+  const config = loadConfig();
+  if (config.database.engine === "postgres") return postgresBackup(config.database, target);
+  const { file, bytes, rows } = await withDatabase({ mode: "read", purpose: "back up" }, ({ sqlite }) => {
     try {
       return backupDatabase(sqlite, target);
     } catch (error) {
@@ -72,8 +76,10 @@ function backup(target: string): number {
   return 0;
 }
 
-function check(): number {
-  const { path, passed, problems } = withDatabase({ mode: "read", purpose: "check" }, ({ path, sqlite }) => ({
+async function check(): Promise<number> {
+  const config = loadConfig();
+  if (config.database.engine === "postgres") return postgresCheck(config.database);
+  const { path, passed, problems } = await withDatabase({ mode: "read", purpose: "check" }, ({ path, sqlite }) => ({
     path,
     ...checkDatabase(sqlite, EMBEDDED_MIGRATIONS),
   }));
@@ -84,8 +90,10 @@ function check(): number {
   return problems.length === 0 ? 0 : 1;
 }
 
-function migrate(): number {
-  const { path, pending } = withDatabase({ mode: "write", migrate: false }, ({ path, sqlite, db }) => {
+async function migrate(): Promise<number> {
+  const config = loadConfig();
+  if (config.database.engine === "postgres") return postgresMigrate(config.database);
+  const { path, pending } = await withDatabase({ mode: "write", migrate: false }, ({ path, sqlite, db }) => {
     try {
       const { pending } = migrationStatus(sqlite, EMBEDDED_MIGRATIONS);
       applyMigrations(db, EMBEDDED_MIGRATIONS);
@@ -112,7 +120,7 @@ export interface Command {
   options?: Record<string, { type: "string" }>;
   /** The one argument the command takes, if any: what to say when it is missing, and its rule. */
   operand?: { missing: string; problem?: (value: string) => string | undefined };
-  run(values: { user?: string }, operand: string): number;
+  run(values: { user?: string }, operand: string): number | Promise<number>;
 }
 
 const TOKEN_ID_RULE = "token id must be a positive integer such as 3";

@@ -1,7 +1,12 @@
 import { existsSync } from "node:fs";
-import { ensureDatabaseFolder, loadConfig } from "../config";
-import { openDatabase } from "../db/client";
-import { ForeignDatabaseError } from "../db/ownership";
+import { ensureDatabaseFolder, loadConfig, withoutPassword } from "../config";
+import { connect, migrate, type PostgresTarget } from "../db/postgres/client";
+import { createPostgresTokenStore } from "../db/postgres/tokens";
+import { openDatabase } from "../db/sqlite/client";
+import { ForeignDatabaseError } from "../db/sqlite/ownership";
+import { createSqliteTokenStore } from "../db/sqlite/tokens";
+import { StartupRefusal } from "../db/start-up-refusal";
+import type { TokenStore } from "../db/stores";
 import { faultSummary } from "../http/errors";
 
 /** A failure already worded for the operator: printed as is, exit 1. */
@@ -14,12 +19,13 @@ type Access = { mode: "read"; purpose: string } | { mode: "write"; migrate: bool
  * as it is, only to read it, and never creates one; "write" creates the folder and the file when
  * missing and brings the schema up to date unless told not to. The database is closed afterwards.
  */
-export function withDatabase<T>(
+export async function withDatabase<T>(
   access: Access,
-  use: (database: { path: string } & ReturnType<typeof openDatabase>) => T,
-): T {
+  use: (database: { path: string } & ReturnType<typeof openDatabase>) => T | Promise<T>,
+): Promise<T> {
   const config = loadConfig();
-  const path = config.databasePath;
+  if (config.database.engine !== "sqlite") throw new CommandError("this command works on a SQLite database only");
+  const path = config.database.path;
   if (access.mode === "read") {
     const { purpose } = access;
     if (path === ":memory:")
@@ -41,8 +47,40 @@ export function withDatabase<T>(
     throw new CommandError(`cannot open the database at ${path}: ${faultSummary(error)}`);
   }
   try {
-    return use({ path, ...database });
+    return await use({ path, ...database });
   } finally {
     database.sqlite.close();
+  }
+}
+
+/**
+ * A token store on the server's database (DATABASE_URL), whichever the engine, brought up to
+ * date first; closed afterwards.
+ */
+export async function withTokenStore<T>(use: (tokens: TokenStore) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  if (config.database.engine === "sqlite") {
+    return withDatabase({ mode: "write", migrate: true }, ({ db }) => use(createSqliteTokenStore(db)));
+  }
+  return withPostgres(config.database, async ({ client, db }) => {
+    await migrate(client);
+    return use(createPostgresTokenStore(db));
+  });
+}
+
+/** One connection to the PostgreSQL database, closed afterwards; failures worded for the operator. */
+export async function withPostgres<T>(
+  target: PostgresTarget,
+  use: (connection: ReturnType<typeof connect>) => Promise<T>,
+): Promise<T> {
+  const connection = connect(target, 1);
+  try {
+    return await use(connection);
+  } catch (error) {
+    if (error instanceof CommandError) throw error;
+    if (error instanceof StartupRefusal) throw new CommandError(error.message);
+    throw new CommandError(`cannot use the database at ${withoutPassword(target.url)}: ${faultSummary(error)}`);
+  } finally {
+    await connection.client.close({ timeout: 1 }).catch(() => {});
   }
 }

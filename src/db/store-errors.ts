@@ -2,7 +2,7 @@
  * What a failing store means for a client, whatever the engine: the engine's errors are sorted
  * into these kinds here, and src/http/errors.ts turns each kind into its status and message.
  */
-export type StoreFailureKind = "capacity" | "busy" | "full" | "io" | "corrupt";
+export type StoreFailureKind = "capacity" | "busy" | "full" | "io" | "corrupt" | "unreachable";
 
 /** A write or read the store could not do for a reason of its own, not of the request's. */
 export class StoreUnavailable extends Error {
@@ -26,13 +26,35 @@ const SQLITE_KINDS: Array<[prefix: string, kind: StoreFailureKind]> = [
   ["SQLITE_NOTADB", "corrupt"],
 ];
 
+// PostgreSQL's SQLSTATE codes (Bun's SQL client gives them as `errno`), by class or whole code.
+const POSTGRES_STATES: Array<[prefix: string, kind: StoreFailureKind]> = [
+  ["08", "unreachable"], // connection exception
+  ["57P", "unreachable"], // the server is shutting down or starting up
+  ["53300", "unreachable"], // too many connections
+  ["57014", "busy"], // statement timeout (or a cancel)
+  ["55P03", "busy"], // lock not available
+  ["40001", "busy"], // serialization failure
+  ["40P01", "busy"], // deadlock
+  ["53100", "full"], // disk full
+  ["53", "capacity"], // out of memory or other resources
+  ["58", "io"], // system error, I/O
+  ["XX001", "corrupt"], // data corrupted
+  ["XX002", "corrupt"], // index corrupted
+];
+
+/** Bun's own codes for a connection that failed or went away (refused, closed, timed out…). */
+const POSTGRES_CONNECTION_CODE = /^ERR_POSTGRES_(?!SERVER_ERROR|SYNTAX|INVALID_|UNSUPPORTED|QUERY|NOT_TAGGED)/;
+
 /** The kind of store failure behind `error` (Drizzle wraps the driver's error as its cause). */
 export function storeFailureKind(error: unknown): StoreFailureKind | undefined {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     if (e instanceof StoreUnavailable) return e.kind;
-    const code = (e as { code?: unknown }).code;
+    const { code, errno } = e as { code?: unknown; errno?: unknown };
     if (typeof code === "string") {
       for (const [prefix, kind] of SQLITE_KINDS) if (code.startsWith(prefix)) return kind;
+      if (code === "ERR_POSTGRES_SERVER_ERROR" && typeof errno === "string") {
+        for (const [prefix, kind] of POSTGRES_STATES) if (errno.startsWith(prefix)) return kind;
+      } else if (POSTGRES_CONNECTION_CODE.test(code)) return "unreachable";
     }
   }
   return undefined;

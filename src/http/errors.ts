@@ -87,6 +87,11 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
     retryAfter: "5",
   },
   corrupt: { status: 503, message: DAMAGED_REQUEST_MESSAGE },
+  unreachable: {
+    status: 503,
+    message: "The store's database cannot be reached. Nothing was changed; retry in a moment.",
+    retryAfter: "5",
+  },
 };
 
 /** The Error body for a store failure of this kind. */
@@ -129,7 +134,8 @@ export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOption
     if (storeFailure !== undefined) {
       // Space and busy are states an operator sees in readiness; damage and I/O are faults.
       if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
-      else if (storeFailure === "io") log("store failure", faultDetail(error), request);
+      else if (storeFailure === "io" || storeFailure === "unreachable")
+        log("store failure", faultDetail(error), request);
       return storeFailureResponse(storeFailure);
     }
     const status =

@@ -10,8 +10,8 @@ export interface Lifecycle {
 
 export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
-  /** Runs a trivial query; throws when the database does not answer. */
-  pingDatabase(): void;
+  /** Runs a trivial query; throws (or rejects) when the database does not answer. */
+  pingDatabase(): unknown;
   /** Why writes are failing now (out of space, I/O, damage), if they are. */
   storeProblem(): StoreFailureKind | undefined;
   /** Damage seen by any query keeps the service unready until a restart. */
@@ -32,7 +32,25 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
   full: "Writes are failing: the store is out of disk space.",
   io: "Writes are failing: the store cannot write to its disk.",
   corrupt: "The store's database is damaged.",
+  unreachable: "The store's database cannot be reached.",
 };
+
+/** A load balancer's probe waits about this long; a ping that takes longer counts as no answer. */
+const PING_DEADLINE_MS = 2_000;
+
+/** `value`, or a rejection once `ms` have passed without it. */
+async function withDeadline(value: unknown, ms: number): Promise<unknown> {
+  if (!(value instanceof Promise)) return value;
+  let timer: Timer | undefined;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([value, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }: OpsRoutesDeps) {
   return new Elysia({ name: "ops" })
@@ -46,13 +64,13 @@ export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }
     )
     .get(
       "/readyz",
-      ({ request, set }) => {
+      async ({ request, set }) => {
         if (health.damaged) return errorResponse(503, DAMAGED_READINESS_MESSAGE, NO_STORE);
         if (lifecycle.state !== "ready") {
           return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
         }
         try {
-          pingDatabase();
+          await withDeadline(pingDatabase(), PING_DEADLINE_MS);
         } catch (error) {
           log("readiness check: the database does not answer", faultDetail(error), request);
           return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });

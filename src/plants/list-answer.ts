@@ -1,5 +1,5 @@
+import type { PlantFilter, PlantPage, PlantStore } from "../db/stores";
 import type { Plant } from "./model";
-import type { PlantFilter, PlantQueries } from "./queries";
 
 /** The list route's content type, as Elysia writes it for an array. */
 const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
@@ -50,9 +50,14 @@ export interface ListRequest {
  * A page of at most one chunk, answered at once (the hot path): the plants, and the `next`
  * link when more match past them.
  */
-export function shortPage(plants: PlantQueries, { ownerId, filter, limit }: ListRequest & { limit: number }) {
+export function shortPage(plants: PlantStore, { ownerId, filter, limit }: ListRequest & { limit: number }) {
   const page = plants.listPage(ownerId, filter, limit);
-  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag) : undefined;
+  if (page instanceof Promise) return page.then((ready) => linked(ready, limit, filter.tag));
+  return linked(page, limit, filter.tag);
+}
+
+function linked(page: PlantPage, limit: number, tag: string | undefined): { plants: Plant[]; link?: string } {
+  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, tag) : undefined;
   return { plants: page.plants, link };
 }
 
@@ -71,25 +76,42 @@ export function shortPage(plants: PlantQueries, { ownerId, filter, limit }: List
  * the stream is aborted, which the client sees as a cut-off body. A client that goes away
  * cancels the stream, and no further step is read.
  */
-export function longList(plants: PlantQueries, request: ListRequest): Plant[] | Response | Promise<Response> {
+export function longList(plants: PlantStore, request: ListRequest): Plant[] | Response | Promise<Plant[] | Response> {
   const { ownerId, filter, limit } = request;
   if (limit === undefined) return streamed(plants, request, undefined, undefined);
   return plants.nthId(ownerId, filter, limit).then((end) => {
     const link = end?.more ? nextLink(limit, end.id, filter.tag) : undefined;
-    return streamed(plants, request, end?.id, link) as Response;
+    return streamed(plants, request, end?.id, link);
   });
 }
 
 function streamed(
-  plants: PlantQueries,
+  plants: PlantStore,
+  request: ListRequest,
+  upTo: bigint | undefined,
+  link: string | undefined,
+): Plant[] | Response | Promise<Plant[] | Response> {
+  const first = plants.listPage(
+    request.ownerId,
+    request.filter,
+    Math.min(plants.listChunkSize, request.limit ?? Number.POSITIVE_INFINITY),
+    upTo,
+  );
+  if (first instanceof Promise) return first.then((chunk) => answer(plants, request, upTo, link, chunk));
+  return answer(plants, request, upTo, link, first);
+}
+
+/** The answer once its first chunk is read: the array itself, or a stream that reads the rest. */
+function answer(
+  plants: PlantStore,
   { ownerId, filter, limit, onFault }: ListRequest,
   upTo: bigint | undefined,
   link: string | undefined,
+  first: PlantPage,
 ): Plant[] | Response {
   const chunkSize = plants.listChunkSize;
   let remaining = limit ?? Number.POSITIVE_INFINITY;
-  let asked = Math.min(chunkSize, remaining);
-  let chunk = plants.listPage(ownerId, filter, asked, upTo);
+  let chunk = first;
   const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
   if (link) headers.link = link;
   if (!chunk.more || chunk.plants.length === remaining) {
@@ -98,11 +120,11 @@ function streamed(
 
   let started = false;
   const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
+    async pull(controller) {
       try {
         if (started) {
-          asked = Math.min(chunkSize, remaining);
-          chunk = plants.listPage(ownerId, { ...filter, after: chunk.lastId }, asked, upTo);
+          const asked = Math.min(chunkSize, remaining);
+          chunk = await plants.listPage(ownerId, { ...filter, after: chunk.lastId }, asked, upTo);
         }
         remaining -= chunk.plants.length;
         const last = !chunk.more || remaining === 0;

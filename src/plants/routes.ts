@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { FaultLog } from "../app";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
-import type { TokenStore } from "../auth/tokens";
+import type { PlantStore, TokenStore } from "../db/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
@@ -10,21 +10,35 @@ import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery, type Plant, plantIdParams, plantModels } from "./model";
-import type { PlantQueries } from "./queries";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
 const LIST_PARAMETERS_HINT =
   "this operation takes limit, after and tag. To page, give limit and follow the Link header, or pass after=<the last id you have>";
 
+type Page = { plants: Plant[]; link?: string };
+
 /** Puts a page's `next` link on the response and answers its plants. */
-function withLink(set: { headers: Record<string, string | number> }, page: { plants: Plant[]; link?: string }) {
+function withLink(
+  set: { headers: Record<string, string | number> },
+  page: Page | Promise<Page>,
+): Plant[] | Promise<Plant[]> {
+  if (page instanceof Promise) return page.then((ready) => withLink(set, ready));
   if (page.link) set.headers.link = page.link;
   return page.plants;
 }
 
+/** The plant, or 404. */
+function found(plant: Plant | undefined | Promise<Plant | undefined>): Plant | Promise<Plant> {
+  if (plant instanceof Promise) return plant.then(found);
+  if (!plant) throw new HttpError(404, "id: you have no plant with this id");
+  return plant;
+}
+
 export interface PlantRoutesDeps {
-  plants: PlantQueries;
+  plants: PlantStore;
   tokens: TokenStore;
+  /** The stores answer reads synchronously (see bearerAuth). */
+  synchronousReads: boolean;
   limits: AuthLimits;
   body: BodyLimits;
   notes: RequestNotes;
@@ -37,12 +51,21 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, metrics, log }: PlantRoutesDeps) {
+export function plantRoutes({
+  plants,
+  tokens,
+  synchronousReads,
+  limits,
+  body: bodyLimits,
+  notes,
+  metrics,
+  log,
+}: PlantRoutesDeps) {
   const faultLoggerFor = (request: Request) => (error: unknown) => {
     log("listing plants failed mid-answer", error, request);
   };
   return new Elysia({ prefix: "/plants" })
-    .use(bearerAuth(tokens, limits, notes))
+    .use(bearerAuth(tokens, limits, notes, synchronousReads))
     .model({ ...plantModels, ...errorModels })
     .post(
       "",
@@ -115,9 +138,8 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
     .get(
       "/:id",
       ({ params, user }) => {
-        const plant = plants.getPlant(user.id, params.id);
-        if (!plant) throw new HttpError(404, "id: you have no plant with this id");
-        return plant;
+        const plant = found(plants.getPlant(user.id, params.id));
+        return plant as Plant;
       },
       {
         params: plantIdParams,

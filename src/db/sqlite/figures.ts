@@ -1,5 +1,5 @@
-import type { AppDatabase } from "../db/client";
-import type { StoreFigures } from "./metrics";
+import type { StoreFigures } from "../../ops/metrics";
+import type { AppDatabase } from "./client";
 
 /** Two pragmas read from the database header: the same cost at 10 plants or 10 million. */
 export function storeFigures(db: AppDatabase): StoreFigures {

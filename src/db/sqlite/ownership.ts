@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { StartupRefusal } from "../start-up-refusal";
 import { MIGRATIONS_TABLE } from "./migrations";
 
 /** How many of a foreign database's objects the refusal names, and how much of each name. */
@@ -8,7 +9,7 @@ const NAME_CHARACTERS = 40;
 const KINDS = new Set(["table", "view", "index", "trigger"]);
 
 /** The file holds someone else's schema; the message names what was found and what to do. */
-export class ForeignDatabaseError extends Error {}
+export class ForeignDatabaseError extends StartupRefusal {}
 
 /**
  * A name read from the file, quoted so that whatever it holds (quotes, line breaks, terminal

@@ -1,11 +1,12 @@
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
-import type { SynchronousMode } from "../config";
+import type { SynchronousMode } from "../../config";
+import { migrationsFolderOf } from "../migrations-macro";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationsFromFolder } from "./migrations";
 import { refuseForeignDatabase } from "./ownership";
 import * as schema from "./schema";
 
-export { MIGRATIONS_FOLDER } from "./migrations-macro";
+export const MIGRATIONS_FOLDER = migrationsFolderOf("sqlite");
 
 export interface DatabaseOptions {
   path: string;

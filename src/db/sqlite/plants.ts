@@ -1,27 +1,13 @@
 import { and, asc, eq, gt, type Placeholder, type SQL, sql } from "drizzle-orm";
-import { boundInteger, boundText } from "../db/bound";
-import type { AppDatabase } from "../db/client";
-import type { GroupCommit } from "../db/group-commit";
-import { plants } from "../db/schema";
-import type { NewPlant, Plant } from "./model";
+import type { NewPlant, Plant } from "../../plants/model";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore } from "../stores";
+import { boundInteger, boundText } from "./bound";
+import type { AppDatabase } from "./client";
+import type { GroupCommit } from "./group-commit";
+import { plants } from "./schema";
 
-/** How many plants one step of a long list reads; about 30 KiB of JSON. */
-export const LIST_CHUNK_SIZE = 1000;
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
-
-/** Which of an owner's plants a list wants: those after an id, those with a tag; both optional. */
-export interface PlantFilter {
-  after?: bigint;
-  tag?: string;
-}
-
-/** One step of a list: its plants, the exact id of the last one, and whether more match past it. */
-export interface PlantPage {
-  plants: Plant[];
-  lastId: bigint | undefined;
-  more: boolean;
-}
 
 function toPlant(row: { name: string; tag: string | null }): Plant {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
@@ -55,7 +41,11 @@ type Row = { id: bigint | undefined; name: string; tag: string | null | undefine
  * Every statement is prepared once and always scoped to one owner. Writes go through group
  * commit, so they resolve only once durable.
  */
-export function createPlantQueries(db: AppDatabase, writes: GroupCommit, listChunkSize = LIST_CHUNK_SIZE) {
+export function createSqlitePlantStore(
+  db: AppDatabase,
+  writes: GroupCommit,
+  listChunkSize = LIST_CHUNK_SIZE,
+): PlantStore {
   const insert = db
     .insert(plants)
     .values({
@@ -170,5 +160,3 @@ export function createPlantQueries(db: AppDatabase, writes: GroupCommit, listChu
     },
   };
 }
-
-export type PlantQueries = ReturnType<typeof createPlantQueries>;

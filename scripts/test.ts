@@ -1,0 +1,159 @@
+/**
+ * `bun run test`: installs the Debian packages the tests need, runs `bun test` on SQLite, then
+ * again with TEST_DATABASE=postgres against a throwaway cluster it starts and stops around that
+ * run, and ends with one line of its own, "N passed, M failed", summing both runs.
+ *
+ *   bun run test [--engine sqlite|postgres|both] [bun test arguments] [-- bun test arguments]
+ *
+ * Plain `bun test` stays the fast SQLite-only loop.
+ */
+import type { Subprocess } from "bun";
+import { startCluster } from "./pg-cluster";
+import { provision } from "./provision";
+
+type Engine = "sqlite" | "postgres";
+const CHOICES: Record<string, Engine[]> = { sqlite: ["sqlite"], postgres: ["postgres"], both: ["sqlite", "postgres"] };
+const USAGE = "usage: bun run test [--engine sqlite|postgres|both] [-- bun test arguments]";
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGINT: 2, SIGTERM: 15 };
+
+interface RunResult {
+  passed: number;
+  failed: number;
+  ok: boolean;
+}
+// A run that produced no summary of its own (setup failed, or bun test died) counts as one failure.
+const NO_SUMMARY: RunResult = { passed: 0, failed: 1, ok: false };
+
+function parseArgs(argv: string[]): { engines: Engine[]; passThrough: string[] } {
+  let choice = "both";
+  const passThrough: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === "--") {
+      passThrough.push(...argv.slice(i + 1));
+      break;
+    }
+    if (arg === "--engine") choice = argv[++i] ?? "";
+    else if (arg.startsWith("--engine=")) choice = arg.slice("--engine=".length);
+    else passThrough.push(arg);
+  }
+  const engines = CHOICES[choice];
+  if (!engines) {
+    console.error(`test: unknown engine "${choice}"; ${USAGE}`);
+    process.exit(2);
+  }
+  return { engines, passThrough };
+}
+
+let child: Subprocess<"ignore", "pipe", "pipe"> | undefined;
+let interrupted: NodeJS.Signals | undefined;
+
+function onSignal(signal: NodeJS.Signals): void {
+  // A second signal means bun test did not stop on the first: stop waiting for it.
+  if (interrupted) {
+    child?.kill("SIGKILL");
+    return;
+  }
+  interrupted = signal;
+  console.error(`test: ${signal}; stopping`);
+  // From a terminal bun test gets the signal itself; from `kill <pid>` only we do.
+  child?.kill(signal);
+}
+
+async function pump(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream, text: string[]): Promise<void> {
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) {
+    out.write(chunk);
+    text.push(decoder.decode(chunk, { stream: true }));
+  }
+}
+
+/** The last " N pass" and " N fail" lines of bun test's summary, as .ci/run read them. */
+function parseSummary(output: string): { passed: number; failed: number } | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC.
+  const plain = output.replace(/\x1b\[[0-9;]*m/g, "");
+  const last = (word: string) => [...plain.matchAll(new RegExp(`^ *(\\d+) ${word}$`, "gm"))].at(-1)?.[1];
+  const passed = last("pass");
+  if (passed === undefined) return undefined;
+  return { passed: Number(passed), failed: Number(last("fail") ?? 0) };
+}
+
+async function bunTest(engine: Engine, env: Record<string, string | undefined>, args: string[]): Promise<RunResult> {
+  console.log(`\n=== bun test on ${engine} ===`);
+  const began = performance.now();
+  child = Bun.spawn([process.execPath, "test", ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const text: string[] = [];
+  const [, , code] = await Promise.all([
+    pump(child.stdout, process.stdout, text),
+    pump(child.stderr, process.stderr, text),
+    child.exited,
+  ]);
+  child = undefined;
+  const seconds = ((performance.now() - began) / 1000).toFixed(2);
+  const summary = parseSummary(text.join(""));
+  if (!summary) {
+    console.log(`${engine}: no test summary found in bun test's output (exit ${code}, ${seconds} s)`);
+    return NO_SUMMARY;
+  }
+  console.log(`${engine}: ${summary.passed} pass, ${summary.failed} fail (exit ${code}, ${seconds} s)`);
+  return { ...summary, ok: code === 0 };
+}
+
+function testEnv(extra: Record<string, string>): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...process.env, ...extra };
+  if (!("TEST_DATABASE" in extra)) {
+    delete env.TEST_DATABASE;
+    delete env.TEST_DATABASE_URL;
+  }
+  // Piped output loses bun test's colours; keep them when a person is watching.
+  if (process.stdout.isTTY && env.NO_COLOR === undefined) env.FORCE_COLOR ??= "1";
+  return env;
+}
+
+async function postgresRun(args: string[]): Promise<RunResult> {
+  const began = performance.now();
+  let cluster: Awaited<ReturnType<typeof startCluster>>;
+  try {
+    cluster = await startCluster();
+  } catch (error) {
+    console.error(`test: postgres: ${(error as Error).message}`);
+    return NO_SUMMARY;
+  }
+  console.log(`postgres: cluster ${cluster.url} started in ${Math.round(performance.now() - began)} ms`);
+  try {
+    if (interrupted) return NO_SUMMARY;
+    return await bunTest("postgres", testEnv({ TEST_DATABASE: "postgres", TEST_DATABASE_URL: cluster.url }), args);
+  } finally {
+    const stopping = performance.now();
+    await cluster.stop();
+    console.log(`postgres: cluster stopped in ${Math.round(performance.now() - stopping)} ms`);
+  }
+}
+
+async function main(): Promise<number> {
+  const { engines, passThrough } = parseArgs(Bun.argv.slice(2));
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const results: RunResult[] = [];
+  try {
+    await provision({ postgres: engines.includes("postgres") });
+    for (const engine of engines) {
+      if (interrupted) break;
+      results.push(
+        engine === "sqlite" ? await bunTest("sqlite", testEnv({}), passThrough) : await postgresRun(passThrough),
+      );
+    }
+  } catch (error) {
+    console.error(`test: ${(error as Error).message}`);
+    results.push(NO_SUMMARY);
+  }
+  const passed = results.reduce((sum, result) => sum + result.passed, 0);
+  const failed = results.reduce((sum, result) => sum + result.failed, 0);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  if (interrupted) return 128 + (SIGNAL_NUMBERS[interrupted] ?? 0);
+  return results.length > 0 && results.every((result) => result.ok) ? 0 : 1;
+}
+
+process.exitCode = await main();

@@ -1,0 +1,75 @@
+import { withoutPassword } from "../config";
+import { migrate, migrationStatus, type PostgresTarget } from "../db/postgres/client";
+import { CommandError, withPostgres } from "./database";
+
+const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
+
+/** The tables the service owns, each checked to exist and be readable. */
+const OWN_TABLES = ["users", "tokens", "plants", "rate_limits"] as const;
+
+/** `backup` on PostgreSQL: pg_dump does it best; run it when it is on PATH, else show how. */
+export async function postgresBackup(target: PostgresTarget, file: string): Promise<number> {
+  const command = ["pg_dump", "--format=custom", `--file=${file}`, "--dbname", target.url];
+  const shown = ["pg_dump", "--format=custom", `--file=${file}`, "--dbname", `'${withoutPassword(target.url)}'`];
+  if (!Bun.which("pg_dump")) {
+    console.log("On PostgreSQL, back up with pg_dump (not found on PATH here):");
+    console.log(`  ${shown.join(" ")}`);
+    console.log("Restore with: pg_restore --dbname <empty database> <file>");
+    return 1;
+  }
+  if (await Bun.file(file).exists()) throw new CommandError(`backup not written: ${file} already exists`);
+  console.log(`Running: ${shown.join(" ")}`);
+  const run = Bun.spawn(command, { stdout: "inherit", stderr: "pipe" });
+  const [status, errors] = await Promise.all([run.exited, new Response(run.stderr).text()]);
+  if (status !== 0) {
+    throw new CommandError(`pg_dump failed (exit ${status}): ${errors.trim().split("\n")[0] ?? ""}`);
+  }
+  console.log(`Backup written to ${file}`);
+  return 0;
+}
+
+/** `check` on PostgreSQL: connectivity, the tables we own, their constraints, migrations. */
+export async function postgresCheck(target: PostgresTarget): Promise<number> {
+  return withPostgres(target, async ({ client }) => {
+    const problems: string[] = [];
+    const [{ version }] = (await client`SELECT current_setting('server_version') AS version`) as [{ version: string }];
+    console.log(`Checked ${withoutPassword(target.url)}`);
+    console.log(`Connected: PostgreSQL ${version}`);
+    for (const table of OWN_TABLES) {
+      try {
+        const [{ rows }] = (await client.unsafe(`SELECT count(*)::int AS rows FROM "${table}"`)) as [{ rows: number }];
+        console.log(`Table ${table}: ${plural(rows, "row")}`);
+      } catch {
+        problems.push(`table ${table} is missing or cannot be read`);
+      }
+    }
+    const invalid = (await client`
+      SELECT conname FROM pg_constraint
+      WHERE NOT convalidated AND conrelid::regclass::text = ANY(${OWN_TABLES as unknown as string[]})`) as Array<{
+      conname: string;
+    }>;
+    for (const { conname } of invalid) problems.push(`constraint ${conname} is not validated`);
+    if (invalid.length === 0) console.log("Constraints: all validated");
+    const status = await migrationStatus(client);
+    problems.push(...status.problems);
+    console.log(
+      `Migrations: ${status.applied} applied, ${status.pending.length} pending${
+        status.pending.length > 0 ? ` (${status.pending.map((m) => m.tag).join(", ")})` : ""
+      }`,
+    );
+    if (status.pending.length > 0) problems.push(`${plural(status.pending.length, "migration")} pending`);
+    for (const problem of problems) console.error(`plant-store: ${problem}`);
+    console.log(problems.length === 0 ? "All checks passed." : `${plural(problems.length, "problem")} found.`);
+    return problems.length === 0 ? 0 : 1;
+  });
+}
+
+/** `migrate` on PostgreSQL: under the same advisory lock as a starting server. */
+export async function postgresMigrate(target: PostgresTarget): Promise<number> {
+  const name = withoutPassword(target.url);
+  const applied = await withPostgres(target, ({ client }) => migrate(client));
+  if (applied.length === 0) console.log(`${name} is up to date: no pending migrations.`);
+  else
+    console.log(`Applied ${plural(applied.length, "migration")} to ${name}: ${applied.map((m) => m.tag).join(", ")}`);
+  return 0;
+}

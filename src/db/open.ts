@@ -1,0 +1,31 @@
+import type { FaultLog } from "../app";
+import type { Config } from "../config";
+import { openDatabase } from "./sqlite/client";
+import { createSqliteStores } from "./sqlite/stores";
+import type { Stores } from "./stores";
+
+export { StartupRefusal } from "./start-up-refusal";
+
+export interface OpenedStores {
+  stores: Stores;
+}
+
+/**
+ * The one place the engine is picked, from DATABASE_URL's scheme: opens the database, brings its
+ * schema up to date and builds the stores on it.
+ */
+export async function openStores(config: Config, log: FaultLog): Promise<OpenedStores> {
+  const { database } = config;
+  if (database.engine === "postgres") {
+    const { openPostgresStores } = await import("./postgres/stores");
+    return { stores: await openPostgresStores(database, { log }) };
+  }
+  const { db } = openDatabase({ path: database.path, synchronous: config.synchronous });
+  return {
+    stores: createSqliteStores(db, {
+      maxQueued: config.maxInFlight,
+      lockTimeoutMs: config.writeLockTimeoutMs,
+      log,
+    }),
+  };
+}

@@ -1,0 +1,119 @@
+import { SQL } from "bun";
+import { drizzle } from "drizzle-orm/bun-sql";
+import type { DatabaseTarget } from "../../config";
+import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
+import type { Migration } from "../migrations-macro";
+import { StartupRefusal } from "../start-up-refusal";
+import * as schema from "./schema";
+
+export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
+
+/** drizzle/postgres as it was when this file was transpiled or bundled (see migrations-macro.ts). */
+export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations("postgres");
+
+/** Where Drizzle's PostgreSQL migrator keeps its rows; `migrate` keeps the same place. */
+const MIGRATIONS_TABLE = "drizzle.__drizzle_migrations";
+/** pg_advisory_lock's key for migrations: any constant every instance agrees on ("plants" in ASCII). */
+const MIGRATION_LOCK = 0x706c616e7473;
+
+export function wrap(client: SQL) {
+  return drizzle({ client, schema });
+}
+export type PostgresDatabase = ReturnType<typeof wrap>;
+
+/**
+ * A pool of at most `poolSize` connections. Bun's SQL client decodes int8 as a string by default
+ * (Drizzle's `bigint` columns turn it into an exact bigint); its global `bigint: true` would also
+ * make `count(*)` a bigint, so it stays off.
+ */
+export function connect(target: PostgresTarget, poolSize = target.poolSize) {
+  const client = new SQL(target.url, {
+    max: poolSize,
+    connectionTimeout: Math.ceil(target.connectTimeoutMs / 1000),
+    idleTimeout: 60,
+    connection: { statement_timeout: target.statementTimeoutMs, application_name: "plant-store" },
+  });
+  return { client, db: wrap(client) };
+}
+
+export interface PostgresMigrationStatus {
+  applied: number;
+  pending: Migration[];
+  problems: string[];
+}
+
+/** Compares the database's migration rows with `migrations`, as SQLite's migrationStatus does. */
+export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<PostgresMigrationStatus> {
+  const [{ exists }] = (await client`SELECT to_regclass(${MIGRATIONS_TABLE}) IS NOT NULL AS exists`) as [
+    { exists: boolean },
+  ];
+  const recorded = exists
+    ? (
+        (await client.unsafe(`SELECT hash, created_at FROM ${MIGRATIONS_TABLE}`)) as Array<{
+          hash: string;
+          created_at: string | number;
+        }>
+      ).map((row) => ({ hash: row.hash, createdAt: Number(row.created_at) }))
+    : [];
+  const newest = recorded.reduce((max, row) => Math.max(max, row.createdAt), Number.NEGATIVE_INFINITY);
+  const pending: Migration[] = [];
+  const problems: string[] = [];
+  for (const migration of migrations) {
+    const row = recorded.find((candidate) => candidate.createdAt === migration.folderMillis);
+    if (!row) {
+      if (migration.folderMillis > newest) pending.push(migration);
+      else problems.push(`migration ${migration.tag} was never applied, and is older than the newest applied one`);
+    } else if (row.hash !== migration.hash) {
+      problems.push(`migration ${migration.tag} was applied from different SQL (its hash differs)`);
+    }
+  }
+  const known = new Set(migrations.map((migration) => migration.folderMillis));
+  for (const row of recorded) {
+    if (!known.has(row.createdAt)) {
+      problems.push(`the database records a migration this version does not know (created_at ${row.createdAt})`);
+    }
+  }
+  return { applied: recorded.length, pending, problems };
+}
+
+/**
+ * Brings the schema up to date with Drizzle's own migrator, holding an advisory lock on one
+ * reserved connection: Drizzle's migrator takes no lock, and instances starting together on an
+ * empty database would each create the tables (`relation "plants" already exists`). A schema
+ * that is not ours (tables with no migration rows) or newer than this version is refused.
+ */
+export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<Migration[]> {
+  const reserved = await client.reserve();
+  try {
+    await reserved`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    try {
+      const status = await migrationStatus(reserved, migrations);
+      if (status.problems.length > 0) {
+        throw new StartupRefusal(`the database's migrations disagree with this version: ${status.problems.join("; ")}`);
+      }
+      if (status.applied === 0) {
+        const [{ exists }] = (await reserved`SELECT to_regclass('public.plants') IS NOT NULL AS exists`) as [
+          { exists: boolean },
+        ];
+        if (exists) {
+          throw new StartupRefusal(
+            "the database holds a plants table but no Plant Store migrations: it is not ours; give DATABASE_URL an empty database",
+          );
+        }
+      }
+      if (status.pending.length > 0) {
+        const db = wrap(reserved as unknown as SQL);
+        const { dialect, session } = db as unknown as {
+          dialect: { migrate(m: Migration[], s: unknown, c: object): Promise<void> };
+          session: unknown;
+        };
+        await dialect.migrate(migrations, session, {});
+      }
+      return status.pending;
+    } finally {
+      await reserved`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
+    }
+  } finally {
+    reserved.release();
+  }
+}

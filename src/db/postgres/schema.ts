@@ -1,0 +1,50 @@
+import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+
+/*
+ * The same tables, names and exports as the SQLite schema (src/db/sqlite/schema.ts), in
+ * PostgreSQL's types: ids are `bigint` read as JS bigints (Bun's SQL client decodes int8 as a
+ * string and Drizzle turns it into an exact bigint), times are `timestamptz`.
+ */
+
+const time = (name: string) => timestamp(name, { withTimezone: true, mode: "date", precision: 3 });
+
+export const users = pgTable("users", {
+  id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+  name: text("name").notNull().unique(),
+  createdAt: time("created_at").notNull(),
+});
+
+export const tokens = pgTable(
+  "tokens",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
+    /** SHA-256 of the token, hex. The token itself is never stored. */
+    hash: text("hash").notNull().unique(),
+    createdAt: time("created_at").notNull(),
+    lastUsedAt: time("last_used_at"),
+    /** Revoked tokens stay as rows so that a revoked-only table never re-triggers bootstrap. */
+    revokedAt: time("revoked_at"),
+  },
+  (table) => [index("tokens_user_id_idx").on(table.userId)],
+);
+
+export const plants = pgTable(
+  "plants",
+  {
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => users.id),
+    id: bigint("id", { mode: "bigint" }).notNull(),
+    name: text("name").notNull(),
+    tag: text("tag"),
+  },
+  // As on SQLite: the key serves the ordered per-owner list, and the tag index holds the name
+  // so a tagged page is read from the index alone.
+  (table) => [
+    primaryKey({ columns: [table.ownerId, table.id] }),
+    index("plants_owner_tag_id_name_idx").on(table.ownerId, table.tag, table.id, table.name),
+  ],
+);

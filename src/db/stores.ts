@@ -1,0 +1,106 @@
+/**
+ * What the app needs from a database, whatever the engine: the app is built from these
+ * (`createApp({ stores })`) and never sees a database handle. An engine answers synchronously
+ * where it can (SQLite reads: a promise per request costs the hot path), so reads return
+ * `T | Promise<T>`; writes always settle later (group commit on SQLite, the network on
+ * PostgreSQL).
+ */
+import type { AuthenticatedUser, Clock, IssuedToken } from "../auth/tokens";
+import type { StoreFigures } from "../ops/metrics";
+import type { NewPlant, Plant } from "../plants/model";
+import type { StoreFailureKind } from "./store-errors";
+
+export type MaybePromise<T> = T | Promise<T>;
+
+/** How many plants one step of a long list reads; about 30 KiB of JSON. */
+export const LIST_CHUNK_SIZE = 1000;
+
+/** Which of an owner's plants a list wants: those after an id, those with a tag; both optional. */
+export interface PlantFilter {
+  after?: bigint;
+  tag?: string;
+}
+
+/** One step of a list: its plants, the exact id of the last one, and whether more match past it. */
+export interface PlantPage {
+  plants: Plant[];
+  lastId: bigint | undefined;
+  more: boolean;
+}
+
+/** An owner's plants; every call is scoped to one owner. */
+export interface PlantStore {
+  /** How many plants one step of a long list reads. */
+  readonly listChunkSize: number;
+  /** The stored plant, or undefined when the owner already has one with this id. */
+  createPlant(ownerId: number, plant: NewPlant): Promise<Plant | undefined>;
+  /**
+   * Up to `count` of the owner's plants that match, by id, and whether more match past them;
+   * `upTo` drops plants past that id. One statement: nothing stays open between the steps of a
+   * long list.
+   */
+  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): MaybePromise<PlantPage>;
+  /**
+   * The id of the `count`-th matching plant and whether more match past it; undefined when
+   * fewer than `count` match. Walks the index in steps, letting other requests run between them.
+   */
+  nthId(ownerId: number, filter: PlantFilter, count: number): Promise<{ id: bigint; more: boolean } | undefined>;
+  /** One of the owner's plants, or undefined when they have none with this id. */
+  getPlant(ownerId: number, id: bigint): MaybePromise<Plant | undefined>;
+  /** True when the owner had the plant and it is gone now. */
+  deletePlant(ownerId: number, id: bigint): Promise<boolean>;
+}
+
+/** A token as `token list` shows it: never its secret or hash. */
+export interface TokenListing {
+  id: number;
+  user: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export type RevokeOutcome = "revoked" | "already-revoked" | "not-found";
+
+/** Users and their bearer tokens; only hashes are stored. */
+export interface TokenStore {
+  /** The user behind a token, or undefined for an unknown or revoked one. */
+  authenticate(token: string): MaybePromise<AuthenticatedUser | undefined>;
+  /** A new token for `userName`, created with the user when needed. */
+  issue(userName: string): Promise<IssuedToken>;
+  /** First start only: a database that has never held a token gets one for `admin`, once. */
+  bootstrap(): Promise<IssuedToken | undefined>;
+  list(): Promise<TokenListing[]>;
+  /** "revoked", or why not: the caller turns that into its own message. */
+  revoke(tokenId: number): Promise<RevokeOutcome>;
+}
+
+/** Counts requests per key; undefined to go ahead, else the whole seconds to wait. */
+export interface RequestLimiter {
+  take(key: number): MaybePromise<number | undefined>;
+}
+
+/** What readiness and metrics ask of the store. */
+export interface StoreStatus {
+  /** Runs a trivial query; throws (or rejects) when the database does not answer. */
+  ping(): MaybePromise<unknown>;
+  /** Why writes are failing now (out of space, I/O, damage), if they are. */
+  problem(): StoreFailureKind | undefined;
+  figures: StoreFigures;
+}
+
+export interface Stores {
+  engine: "sqlite" | "postgres";
+  /** Whether reads (authenticate, listPage, getPlant) answer synchronously. */
+  synchronousReads: boolean;
+  plants: PlantStore;
+  tokens: TokenStore;
+  status: StoreStatus;
+  /**
+   * The per-token request limiter: per process on SQLite (one process owns the file), shared
+   * by every instance on PostgreSQL. `perMinute` 0 turns it off.
+   */
+  requestLimiter(perMinute: number, clock: Clock): RequestLimiter;
+  /** Ends the stores' work and closes the database. */
+  close(): Promise<void>;
+}
