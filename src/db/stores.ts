@@ -104,3 +104,21 @@ export interface Stores {
   /** Ends the stores' work and closes the database. */
   close(): Promise<void>;
 }
+
+/**
+ * Trims rows read with `LIMIT count + 1` (in place) to a page: at most `count`, none past
+ * `upTo`; says whether more match past the page and which id ends it.
+ */
+export function trimToPage<Row extends { id?: bigint }>(
+  rows: Row[],
+  count: number,
+  upTo?: bigint,
+): { more: boolean; lastId: bigint | undefined } {
+  let more = rows.length > count;
+  if (more) rows.pop();
+  if (upTo !== undefined && rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) {
+    while (rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) rows.pop();
+    more = false;
+  }
+  return { more, lastId: rows.at(-1)?.id };
+}

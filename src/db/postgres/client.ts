@@ -2,7 +2,7 @@ import { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
 import type { DatabaseTarget } from "../../config";
 import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
-import type { Migration } from "../migrations-macro";
+import { compareMigrations, type Migration, type MigrationStatus } from "../migrations-macro";
 import { StartupRefusal } from "../start-up-refusal";
 import * as schema from "./schema";
 
@@ -36,14 +36,8 @@ export function connect(target: PostgresTarget, poolSize = target.poolSize) {
   return { client, db: wrap(client) };
 }
 
-export interface PostgresMigrationStatus {
-  applied: number;
-  pending: Migration[];
-  problems: string[];
-}
-
 /** Compares the database's migration rows with `migrations`, as SQLite's migrationStatus does. */
-export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<PostgresMigrationStatus> {
+export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<MigrationStatus> {
   const [{ exists }] = (await client`SELECT to_regclass(${MIGRATIONS_TABLE}) IS NOT NULL AS exists`) as [
     { exists: boolean },
   ];
@@ -55,25 +49,7 @@ export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATI
         }>
       ).map((row) => ({ hash: row.hash, createdAt: Number(row.created_at) }))
     : [];
-  const newest = recorded.reduce((max, row) => Math.max(max, row.createdAt), Number.NEGATIVE_INFINITY);
-  const pending: Migration[] = [];
-  const problems: string[] = [];
-  for (const migration of migrations) {
-    const row = recorded.find((candidate) => candidate.createdAt === migration.folderMillis);
-    if (!row) {
-      if (migration.folderMillis > newest) pending.push(migration);
-      else problems.push(`migration ${migration.tag} was never applied, and is older than the newest applied one`);
-    } else if (row.hash !== migration.hash) {
-      problems.push(`migration ${migration.tag} was applied from different SQL (its hash differs)`);
-    }
-  }
-  const known = new Set(migrations.map((migration) => migration.folderMillis));
-  for (const row of recorded) {
-    if (!known.has(row.createdAt)) {
-      problems.push(`the database records a migration this version does not know (created_at ${row.createdAt})`);
-    }
-  }
-  return { applied: recorded.length, pending, problems };
+  return compareMigrations(recorded, migrations);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { NewPlant, Plant } from "../../plants/model";
-import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore } from "../stores";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import type { PostgresDatabase } from "./client";
 import { plants } from "./schema";
 
@@ -80,13 +80,8 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
         name: string;
         tag: string | null;
       }>;
-      let more = found.length > count;
-      if (more) found.pop();
-      if (upTo !== undefined && found.length > 0 && (found.at(-1)?.id as bigint) > upTo) {
-        while (found.length > 0 && (found.at(-1)?.id as bigint) > upTo) found.pop();
-        more = false;
-      }
-      return { plants: found.map(toPlant), lastId: found.at(-1)?.id, more };
+      const { more, lastId } = trimToPage(found, count, upTo);
+      return { plants: found.map(toPlant), lastId, more };
     },
 
     async nthId(ownerId, filter, count) {

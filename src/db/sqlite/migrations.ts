@@ -3,9 +3,9 @@ import type { TablesRelationalConfig } from "drizzle-orm";
 import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSession, SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
-import { type Migration, readMigrations } from "../migrations-macro";
+import { compareMigrations, type Migration, type MigrationStatus, readMigrations } from "../migrations-macro";
 
-export type { Migration };
+export type { Migration, MigrationStatus };
 
 /** drizzle/sqlite as it was when this file was transpiled or bundled (see migrations-macro.ts). */
 export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations("sqlite");
@@ -35,15 +35,6 @@ export function applyMigrations<TSchema extends Record<string, unknown>>(
   dialect.migrate(migrations, session);
 }
 
-export interface MigrationStatus {
-  /** Rows in `__drizzle_migrations`. */
-  applied: number;
-  /** Migrations the next migrate would apply. */
-  pending: Migration[];
-  /** Anything else that disagrees between the database and the migrations, one line each. */
-  problems: string[];
-}
-
 /**
  * Compares the database with `migrations` without changing either. Drizzle applies every
  * migration newer than the newest recorded one, so that is what "pending" means here too.
@@ -60,24 +51,5 @@ export function migrationStatus(sqlite: Database, migrations: Migration[]): Migr
         .all()
         .map((row) => ({ hash: row.hash, createdAt: Number(row.createdAt) }))
     : [];
-  const newest = recorded.reduce((max, row) => Math.max(max, row.createdAt), Number.NEGATIVE_INFINITY);
-
-  const pending: Migration[] = [];
-  const problems: string[] = [];
-  for (const migration of migrations) {
-    const row = recorded.find((candidate) => candidate.createdAt === migration.folderMillis);
-    if (!row) {
-      if (migration.folderMillis > newest) pending.push(migration);
-      else problems.push(`migration ${migration.tag} was never applied, and is older than the newest applied one`);
-    } else if (row.hash !== migration.hash) {
-      problems.push(`migration ${migration.tag} was applied from different SQL (its hash differs)`);
-    }
-  }
-  const known = new Set(migrations.map((migration) => migration.folderMillis));
-  for (const row of recorded) {
-    if (!known.has(row.createdAt)) {
-      problems.push(`the database records a migration this version does not know (created_at ${row.createdAt})`);
-    }
-  }
-  return { applied: recorded.length, pending, problems };
+  return compareMigrations(recorded, migrations);
 }

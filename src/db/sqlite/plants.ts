@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { NewPlant, Plant } from "../../plants/model";
-import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore } from "../stores";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import { boundInteger, boundText } from "./bound";
 import type { AppDatabase } from "./client";
 import type { GroupCommit } from "./group-commit";
@@ -107,13 +107,7 @@ export function createSqlitePlantStore(
     listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): PlantPage {
       const { statement, params } = bound(ownerId, filter);
       const rows = statement.rows.all(...params, count + 1) as Row[];
-      let more = rows.length > count;
-      if (more) rows.pop();
-      if (upTo !== undefined && rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) {
-        while (rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) rows.pop();
-        more = false;
-      }
-      const lastId = rows.at(-1)?.id;
+      const { more, lastId } = trimToPage(rows, count, upTo);
       // The driver's row objects serve as Plants: JSON leaves out what is undefined.
       for (const row of rows) {
         row.id = undefined;
