@@ -61,6 +61,17 @@ export async function freshPostgresDatabase(): Promise<string> {
   return withDatabaseName(url, name);
 }
 
+/** A fresh, empty PostgreSQL database (no schema at all) on the test cluster; its URL. */
+export async function emptyPostgresDatabase(): Promise<string> {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
+  const name = `plants_empty_${process.pid}_${++databases}`;
+  const admin = new SQL(url, { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.close();
+  return withDatabaseName(url, name);
+}
+
 /** Stores on a fresh database of the engine under test. */
 export async function freshStores(options: {
   clock: () => number;
