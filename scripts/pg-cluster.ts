@@ -21,6 +21,10 @@ export interface Cluster {
   url: string;
   port: number;
   dir: string;
+  /** Stops the server abruptly (as a crash or a lost host would), keeping its data. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same port and data. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -126,8 +130,19 @@ export async function startCluster(): Promise<Cluster> {
       const port = freePort();
       // fsync=off is for tests only: it trades crash safety for speed, and this cluster is thrown away.
       const options = `-k ${shellQuote(dir)} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300`;
-      const started = await run(as([pgCtl, "-D", data, "-l", log, "-w", "-o", options, "start"]), dir);
-      if (started.ok) return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, stop };
+      const start = () => run(as([pgCtl, "-D", data, "-l", log, "-w", "-o", options, "start"]), dir);
+      const started = await start();
+      if (started.ok) {
+        const halt = async () => {
+          const halted = await run(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), dir);
+          if (!halted.ok) throw new Error(`pg_ctl stop failed: ${lastLine(halted.output)}`);
+        };
+        const resume = async () => {
+          const resumed = await start();
+          if (!resumed.ok) throw new Error(`pg_ctl start failed: ${lastLine(resumed.output)}`);
+        };
+        return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, halt, resume, stop };
+      }
       const serverLog = existsSync(log) ? readFileSync(log, "utf8") : "";
       if (!/could not bind/.test(serverLog) || attempt === PORT_ATTEMPTS) {
         throw new Error(`pg_ctl start failed: ${lastLine(serverLog || started.output)}`);

@@ -35,6 +35,9 @@ export function runCli(args: string[], env: Record<string, string>) {
   return runToExit(["bun", "run", "cli", ...args], { env });
 }
 
+/** The server without `bun run` in between: for tests that SIGKILL it. */
+export const DIRECT = ["bun", "--max-http-header-size=16384", "src/index.ts"];
+
 export interface RunningServer {
   url: string;
   /** The `bun run start` process; the server itself is its child. */
@@ -53,10 +56,14 @@ export interface RunningServer {
 
 /**
  * Starts `bun run start` on port 0 and waits for its "listening" line, which names the port
- * the OS picked: no guessed ports, no sleeps.
+ * the OS picked: no guessed ports, no sleeps. `DIRECT` as the command starts the server itself,
+ * so a signal reaches it rather than a `bun run` parent.
  */
-export async function startServer(env: Record<string, string>): Promise<RunningServer> {
-  const proc = Bun.spawn(["bun", "run", "start"], {
+export async function startServer(
+  env: Record<string, string>,
+  { command = ["bun", "run", "start"] }: { command?: string[] } = {},
+): Promise<RunningServer> {
+  const proc = Bun.spawn(command, {
     cwd: ROOT,
     env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ...env },
     stdout: "pipe",
