@@ -106,7 +106,7 @@ describe("a write lock held by another process", () => {
       const refused = await write;
       expect(refused.headers.get("retry-after")).toBe("1");
       expect(await expectError(refused, 503)).toBe(
-        "The store is busy: another process holds its write lock. Nothing was changed; retry in a moment.",
+        "The store is busy: a lock held by other work kept this request waiting. Nothing was changed; retry in a moment.",
       );
       holder.run("ROLLBACK");
 

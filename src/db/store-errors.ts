@@ -2,7 +2,7 @@
  * What a failing store means for a client, whatever the engine: the engine's errors are sorted
  * into these kinds here, and src/http/errors.ts turns each kind into its status and message.
  */
-export type StoreFailureKind = "capacity" | "busy" | "full" | "io" | "corrupt" | "unreachable";
+export type StoreFailureKind = "capacity" | "busy" | "full" | "io" | "corrupt" | "unreachable" | "timeout";
 
 /** A write or read the store could not do for a reason of its own, not of the request's. */
 export class StoreUnavailable extends Error {

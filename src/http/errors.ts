@@ -69,12 +69,15 @@ export function faultSummary(error: unknown): string {
   return text.replace(/\s+/g, " ").trim();
 }
 
-/** What a client is told when the store, not its request, is the problem; nothing was changed. */
+const RETRY_IS_SAFE = "Retrying a create or delete is safe: it answers 409 or 404 if the first attempt went through.";
+
+/** What a client is told when the store, not its request, is the problem. */
 const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string; retryAfter?: string }> = {
   capacity: { status: 503, message: "The service is at capacity; retry in a moment.", retryAfter: "1" },
   busy: {
     status: 503,
-    message: "The store is busy: another process holds its write lock. Nothing was changed; retry in a moment.",
+    message:
+      "The store is busy: a lock held by other work kept this request waiting. Nothing was changed; retry in a moment.",
     retryAfter: "1",
   },
   full: {
@@ -87,9 +90,16 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
     retryAfter: "5",
   },
   corrupt: { status: 503, message: DAMAGED_REQUEST_MESSAGE },
+  // A connection can break after a write was sent, so neither of these says "nothing was
+  // changed"; a retried create or delete is safe either way (409 or 404 if the first went through).
   unreachable: {
     status: 503,
-    message: "The store's database cannot be reached. Nothing was changed; retry in a moment.",
+    message: `The store's database cannot be reached; retry in a moment. ${RETRY_IS_SAFE}`,
+    retryAfter: "5",
+  },
+  timeout: {
+    status: 503,
+    message: `The store's database did not answer in time; retry in a moment. ${RETRY_IS_SAFE}`,
     retryAfter: "5",
   },
 };
@@ -134,7 +144,7 @@ export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOption
     if (storeFailure !== undefined) {
       // Space and busy are states an operator sees in readiness; damage and I/O are faults.
       if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
-      else if (storeFailure === "io" || storeFailure === "unreachable")
+      else if (storeFailure === "io" || storeFailure === "unreachable" || storeFailure === "timeout")
         log("store failure", faultDetail(error), request);
       return storeFailureResponse(storeFailure);
     }

@@ -33,6 +33,7 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
   io: "Writes are failing: the store cannot write to its disk.",
   corrupt: "The store's database is damaged.",
   unreachable: "The store's database cannot be reached.",
+  timeout: "The store's database does not answer in time.",
 };
 
 /** A load balancer's probe waits about this long; a ping that takes longer counts as no answer. */

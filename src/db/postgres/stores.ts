@@ -5,6 +5,7 @@ import { faultDetail } from "../../http/errors";
 import { storeFailureKind } from "../store-errors";
 import type { Stores } from "../stores";
 import { connect, migrate, type PostgresDatabase, type PostgresTarget } from "./client";
+import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";
 import { createPostgresRateLimiter } from "./rate-limit";
 import { createPostgresTokenStore } from "./tokens";
@@ -12,6 +13,13 @@ import { createPostgresTokenStore } from "./tokens";
 export interface PostgresStoreOptions {
   clock?: Clock;
   log: FaultLog;
+  /**
+   * How long a store call may take before its request is answered 503 (src/db/postgres/deadline.ts):
+   * by default the connect timeout plus the statement timeout, the longest a healthy server takes.
+   */
+  deadlineMs?: number;
+  /** The pool's size: that many overdue calls make new ones fail at once. */
+  poolSize?: number;
 }
 
 /**
@@ -22,8 +30,9 @@ export interface PostgresStoreOptions {
 export function createPostgresStores(
   client: SQL,
   db: PostgresDatabase,
-  { clock = Date.now, log }: PostgresStoreOptions,
+  { clock = Date.now, log, deadlineMs = 15_000, poolSize = 10 }: PostgresStoreOptions,
 ): Stores {
+  const deadline = createDeadline(deadlineMs, poolSize);
   let databaseBytes = 0;
   let sizeReadAt = Number.NEGATIVE_INFINITY;
   const refreshSize = () => {
@@ -39,12 +48,13 @@ export function createPostgresStores(
   return {
     engine: "postgres",
     synchronousReads: false,
-    plants: createPostgresPlantStore(db),
-    tokens: createPostgresTokenStore(db, clock),
+    plants: withDeadline(createPostgresPlantStore(db), deadline),
+    tokens: withDeadline(createPostgresTokenStore(db, clock), deadline),
     status: {
       ping: () => client`SELECT 1`,
-      // Writes fail one by one here (each request gets its own 503); readiness asks the ping.
-      problem: () => undefined,
+      // Failures come one request at a time (each gets its own 503) and readiness pings; the one
+      // lasting state is a pool whose every connection is held by an overdue call.
+      problem: () => (deadline.overdue() >= poolSize ? "timeout" : undefined),
       figures: {
         databaseBytes() {
           refreshSize();
@@ -52,7 +62,11 @@ export function createPostgresStores(
         },
       },
     },
-    requestLimiter: (perMinute, limiterClock) => createPostgresRateLimiter(client, perMinute, limiterClock),
+    requestLimiter: (perMinute, limiterClock) => {
+      const limiter = createPostgresRateLimiter(client, perMinute, limiterClock);
+      // Off (0) answers synchronously with no query: nothing to hold to a deadline.
+      return perMinute === 0 ? limiter : withDeadline(limiter, deadline);
+    },
     async close() {
       try {
         await client.close({ timeout: 5 });
@@ -72,5 +86,9 @@ export async function openPostgresStores(target: PostgresTarget, options: Postgr
     await client.close({ timeout: 1 }).catch(() => {});
     throw error;
   }
-  return createPostgresStores(client, db, options);
+  return createPostgresStores(client, db, {
+    deadlineMs: target.connectTimeoutMs + target.statementTimeoutMs,
+    poolSize: target.poolSize,
+    ...options,
+  });
 }

@@ -1,0 +1,63 @@
+import { StoreUnavailable } from "../store-errors";
+
+/**
+ * A client-side deadline on every store call. `statement_timeout` is enforced by the server, so
+ * a server that stops answering (frozen, or cut off by the network with no RST) would hold a
+ * request forever: measured with every postgres process SIGSTOPped, a list and a create hung
+ * past 20 s while /readyz answered 503. A call past its deadline is answered with the `timeout`
+ * store failure; its query may still run later, which is why the message says a retried write
+ * is safe rather than "nothing was changed".
+ *
+ * The calls left behind still hold, or wait for, pool connections. Once as many are overdue as
+ * the pool has connections, every connection is taken by a call that is not coming back soon,
+ * so new calls fail at once instead of queueing behind them (the queue would otherwise grow
+ * with every request for as long as the outage lasts). They flow again as soon as the overdue
+ * calls settle: the server answers, or the kernel gives the connection up.
+ */
+export function createDeadline(deadlineMs: number, maxOverdue: number) {
+  let overdue = 0;
+  return {
+    /** How many calls are past their deadline and not settled yet. */
+    overdue: () => overdue,
+    within<T>(work: () => Promise<T>): Promise<T> {
+      if (overdue >= maxOverdue) return Promise.reject(new StoreUnavailable("timeout"));
+      const running = work();
+      return new Promise<T>((resolve, reject) => {
+        let late = false;
+        const timer = setTimeout(() => {
+          late = true;
+          overdue++;
+          reject(new StoreUnavailable("timeout"));
+        }, deadlineMs);
+        const settle = () => {
+          if (late) overdue--;
+          else clearTimeout(timer);
+        };
+        running.then(
+          (value) => {
+            settle();
+            resolve(value);
+          },
+          (error) => {
+            settle();
+            reject(error);
+          },
+        );
+      });
+    },
+  };
+}
+
+export type Deadline = ReturnType<typeof createDeadline>;
+
+/** `store` with each of its methods held to the deadline (they all return promises); other members as they are. */
+export function withDeadline<T extends object>(store: T, deadline: Deadline): T {
+  const guarded: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(store)) {
+    guarded[key] =
+      typeof member === "function"
+        ? (...args: unknown[]) => deadline.within(() => Promise.resolve(member.apply(store, args)))
+        : member;
+  }
+  return guarded as T;
+}

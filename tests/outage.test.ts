@@ -1,0 +1,230 @@
+/**
+ * PostgreSQL going away under load, as real processes: two instances on a cluster of the test's
+ * own (so halting it disturbs no other test), a write load running through both, then the
+ * server stopped (connections refused) or frozen (SIGSTOP: connections open, nothing answers).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
+import { onPostgres } from "./helpers";
+import { type RunningServer, startServer } from "./process";
+
+/** Small timeouts so the failure answers come fast; the deadline is their sum. */
+const CONNECT_TIMEOUT_MS = 1_000;
+const STATEMENT_TIMEOUT_MS = 1_000;
+/** An answer slower than this is a hang, whatever the outage. */
+const HANG_MS = 10_000;
+const TOKEN_LINE = /^pst_[A-Za-z0-9_-]{43}$/m;
+
+let cluster: Cluster;
+let databases = 0;
+
+beforeAll(async () => {
+  if (onPostgres) cluster = await startCluster();
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+interface Instances {
+  servers: RunningServer[];
+  token: string;
+}
+
+async function startInstances(count: number): Promise<Instances> {
+  const url = await createDatabase(cluster.url, `outage_${++databases}`);
+  const env = {
+    DATABASE_URL: url,
+    DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+    DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+    RATE_LIMIT_PER_MINUTE: "0",
+  };
+  const first = await startServer(env);
+  const token = first.startupOutput.match(TOKEN_LINE)?.[0] as string;
+  expect(token).toBeDefined();
+  const others = await Promise.all(Array.from({ length: count - 1 }, () => startServer(env)));
+  return { servers: [first, ...others], token };
+}
+
+async function stopAll({ servers }: Instances) {
+  const codes = await Promise.all(servers.map((server) => server.stop()));
+  expect(codes).toEqual(servers.map(() => 0));
+}
+
+/** Polls `check` until it holds or `ms` pass; the last value it saw. */
+async function until<T>(ms: number, read: () => Promise<T>, holds: (value: T) => boolean): Promise<T> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (holds(value) || performance.now() > deadline) return value;
+    await Bun.sleep(50);
+  }
+}
+
+const status = (url: string) =>
+  fetch(url, { signal: AbortSignal.timeout(HANG_MS) }).then(
+    async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    },
+    () => -1,
+  );
+
+/**
+ * Creates plants through every instance in turn until stopped; records each acknowledged id and
+ * every answer that is neither a 200 nor the 503 Error body.
+ */
+function writeLoad({ servers, token }: Instances, workers = 8) {
+  const acknowledged: bigint[] = [];
+  const refused: number[] = [];
+  const wrong: string[] = [];
+  let next = 1n;
+  let running = true;
+  const loops = Array.from({ length: workers }, async (_, worker) => {
+    for (let i = worker; running; i++) {
+      const id = next++;
+      const server = servers[i % servers.length] as RunningServer;
+      try {
+        const response = await fetch(`${server.url}/plants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: `{"id":${id},"name":"p${id}"}`,
+          signal: AbortSignal.timeout(HANG_MS),
+        });
+        const body = (await response.json()) as { error?: number; message?: string };
+        if (response.status === 200) acknowledged.push(id);
+        else if (response.status === 503 && body.error === 503 && typeof body.message === "string") {
+          refused.push(id as unknown as number);
+          if (response.headers.get("retry-after") === null) wrong.push(`503 without Retry-After for ${id}`);
+          // A refused request is retried by real clients after a pause; so does this one, briefly.
+          await Bun.sleep(20);
+        } else wrong.push(`${response.status} ${JSON.stringify(body)} for ${id}`);
+      } catch (error) {
+        wrong.push(`no answer for ${id}: ${(error as Error).message}`);
+      }
+    }
+  });
+  return {
+    acknowledged,
+    refused,
+    wrong,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** Every id the instances list for the token, read through `server`. */
+async function storedIds(server: RunningServer, token: string): Promise<Set<bigint>> {
+  const response = await fetch(`${server.url}/plants?limit=1000000`, { headers: { authorization: `Bearer ${token}` } });
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  return new Set([...text.matchAll(/"name":"p(\d+)"/g)].map((m) => BigInt(m[1] as string)));
+}
+
+/** The postmaster and its children: SIGSTOP on all of them freezes the server with sockets open. */
+function serverPids(): number[] {
+  const postmaster = Number(readFileSync(join(cluster.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+  const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
+    .stdout.toString()
+    .trim()
+    .split("\n");
+  return [postmaster, ...children.filter((line) => line !== "").map(Number)];
+}
+
+async function expectOutageAnswers(instances: Instances, what: RegExp) {
+  for (const server of instances.servers) {
+    // Readiness turns 503 within seconds: the load balancer stops sending traffic.
+    expect(
+      await until(
+        5_000,
+        () => status(`${server.url}/readyz`),
+        (s) => s === 503,
+      ),
+    ).toBe(503);
+    // Liveness stays 200: nothing is wrong with the process, so nobody restarts it.
+    expect(await status(`${server.url}/healthz`)).toBe(200);
+    const began = performance.now();
+    const listed = await fetch(`${server.url}/plants`, {
+      headers: { authorization: `Bearer ${instances.token}` },
+      signal: AbortSignal.timeout(HANG_MS),
+    });
+    expect(performance.now() - began).toBeLessThan(HANG_MS);
+    expect(listed.status).toBe(503);
+    const body = (await listed.json()) as { error: number; message: string };
+    expect(body.error).toBe(503);
+    expect(body.message).toMatch(what);
+  }
+}
+
+async function expectRecovered(instances: Instances, load: ReturnType<typeof writeLoad>) {
+  for (const server of instances.servers) {
+    expect(
+      await until(
+        15_000,
+        () => status(`${server.url}/readyz`),
+        (s) => s === 200,
+      ),
+    ).toBe(200);
+  }
+  // Writes go through again on every instance, without a restart.
+  const before = load.acknowledged.length;
+  await until(
+    15_000,
+    async () => load.acknowledged.length,
+    (n) => n >= before + 50,
+  );
+  await load.stop();
+  expect(load.acknowledged.length).toBeGreaterThanOrEqual(before + 50);
+  expect(load.wrong).toEqual([]);
+  // No acknowledged create was lost; every instance lists the same store.
+  for (const server of instances.servers) {
+    const stored = await storedIds(server, instances.token);
+    expect(load.acknowledged.filter((id) => !stored.has(id))).toEqual([]);
+  }
+}
+
+describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () => {
+  test("stopped: readiness 503 within seconds, liveness 200, requests a fast 503 Error body; back on its own after a restart of PostgreSQL", async () => {
+    const instances = await startInstances(2);
+    const load = writeLoad(instances);
+    await until(
+      10_000,
+      async () => load.acknowledged.length,
+      (n) => n >= 100,
+    );
+    await cluster.halt();
+    await expectOutageAnswers(instances, /cannot be reached/);
+    const refusedBefore = load.refused.length;
+    await until(
+      5_000,
+      async () => load.refused.length,
+      (n) => n >= refusedBefore + 20,
+    );
+    expect(load.refused.length).toBeGreaterThanOrEqual(refusedBefore + 20);
+    await cluster.resume();
+    await expectRecovered(instances, load);
+    await stopAll(instances);
+  });
+
+  test("frozen (SIGSTOP, sockets open): requests answer 503 at the deadline instead of hanging; it recovers when it thaws", async () => {
+    const instances = await startInstances(2);
+    const load = writeLoad(instances);
+    await until(
+      10_000,
+      async () => load.acknowledged.length,
+      (n) => n >= 100,
+    );
+    const pids = serverPids();
+    for (const pid of pids) process.kill(pid, "SIGSTOP");
+    try {
+      await expectOutageAnswers(instances, /did not answer in time/);
+    } finally {
+      for (const pid of pids) process.kill(pid, "SIGCONT");
+    }
+    await expectRecovered(instances, load);
+    await stopAll(instances);
+  });
+});
