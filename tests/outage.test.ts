@@ -8,13 +8,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
 import { onPostgres } from "./helpers";
+import { HANG_MS, statusOf, storedIds, until, type WriteLoad, writeLoad } from "./load";
 import { type RunningServer, startServer } from "./process";
 
 /** Small timeouts so the failure answers come fast; the deadline is their sum. */
 const CONNECT_TIMEOUT_MS = 1_000;
 const STATEMENT_TIMEOUT_MS = 1_000;
-/** An answer slower than this is a hang, whatever the outage. */
-const HANG_MS = 10_000;
 const TOKEN_LINE = /^pst_[A-Za-z0-9_-]{43}$/m;
 
 let cluster: Cluster;
@@ -52,78 +51,6 @@ async function stopAll({ servers }: Instances) {
   expect(codes).toEqual(servers.map(() => 0));
 }
 
-/** Polls `check` until it holds or `ms` pass; the last value it saw. */
-async function until<T>(ms: number, read: () => Promise<T>, holds: (value: T) => boolean): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (holds(value) || performance.now() > deadline) return value;
-    await Bun.sleep(50);
-  }
-}
-
-const status = (url: string) =>
-  fetch(url, { signal: AbortSignal.timeout(HANG_MS) }).then(
-    async (r) => {
-      await r.arrayBuffer();
-      return r.status;
-    },
-    () => -1,
-  );
-
-/**
- * Creates plants through every instance in turn until stopped; records each acknowledged id and
- * every answer that is neither a 200 nor the 503 Error body.
- */
-function writeLoad({ servers, token }: Instances, workers = 8) {
-  const acknowledged: bigint[] = [];
-  const refused: number[] = [];
-  const wrong: string[] = [];
-  let next = 1n;
-  let running = true;
-  const loops = Array.from({ length: workers }, async (_, worker) => {
-    for (let i = worker; running; i++) {
-      const id = next++;
-      const server = servers[i % servers.length] as RunningServer;
-      try {
-        const response = await fetch(`${server.url}/plants`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: `{"id":${id},"name":"p${id}"}`,
-          signal: AbortSignal.timeout(HANG_MS),
-        });
-        const body = (await response.json()) as { error?: number; message?: string };
-        if (response.status === 200) acknowledged.push(id);
-        else if (response.status === 503 && body.error === 503 && typeof body.message === "string") {
-          refused.push(id as unknown as number);
-          if (response.headers.get("retry-after") === null) wrong.push(`503 without Retry-After for ${id}`);
-          // A refused request is retried by real clients after a pause; so does this one, briefly.
-          await Bun.sleep(20);
-        } else wrong.push(`${response.status} ${JSON.stringify(body)} for ${id}`);
-      } catch (error) {
-        wrong.push(`no answer for ${id}: ${(error as Error).message}`);
-      }
-    }
-  });
-  return {
-    acknowledged,
-    refused,
-    wrong,
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-    },
-  };
-}
-
-/** Every id the instances list for the token, read through `server`. */
-async function storedIds(server: RunningServer, token: string): Promise<Set<bigint>> {
-  const response = await fetch(`${server.url}/plants?limit=1000000`, { headers: { authorization: `Bearer ${token}` } });
-  expect(response.status).toBe(200);
-  const text = await response.text();
-  return new Set([...text.matchAll(/"name":"p(\d+)"/g)].map((m) => BigInt(m[1] as string)));
-}
-
 /** The postmaster and its children: SIGSTOP on all of them freezes the server with sockets open. */
 function serverPids(): number[] {
   const postmaster = Number(readFileSync(join(cluster.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
@@ -140,12 +67,12 @@ async function expectOutageAnswers(instances: Instances, what: RegExp) {
     expect(
       await until(
         5_000,
-        () => status(`${server.url}/readyz`),
+        () => statusOf(`${server.url}/readyz`),
         (s) => s === 503,
       ),
     ).toBe(503);
     // Liveness stays 200: nothing is wrong with the process, so nobody restarts it.
-    expect(await status(`${server.url}/healthz`)).toBe(200);
+    expect(await statusOf(`${server.url}/healthz`)).toBe(200);
     const began = performance.now();
     const listed = await fetch(`${server.url}/plants`, {
       headers: { authorization: `Bearer ${instances.token}` },
@@ -159,12 +86,12 @@ async function expectOutageAnswers(instances: Instances, what: RegExp) {
   }
 }
 
-async function expectRecovered(instances: Instances, load: ReturnType<typeof writeLoad>) {
+async function expectRecovered(instances: Instances, load: WriteLoad) {
   for (const server of instances.servers) {
     expect(
       await until(
         15_000,
-        () => status(`${server.url}/readyz`),
+        () => statusOf(`${server.url}/readyz`),
         (s) => s === 200,
       ),
     ).toBe(200);
@@ -179,9 +106,10 @@ async function expectRecovered(instances: Instances, load: ReturnType<typeof wri
   await load.stop();
   expect(load.acknowledged.length).toBeGreaterThanOrEqual(before + 50);
   expect(load.wrong).toEqual([]);
+  expect(load.unanswered).toEqual([]);
   // No acknowledged create was lost; every instance lists the same store.
   for (const server of instances.servers) {
-    const stored = await storedIds(server, instances.token);
+    const stored = await storedIds(server.url, instances.token);
     expect(load.acknowledged.filter((id) => !stored.has(id))).toEqual([]);
   }
 }
@@ -189,7 +117,10 @@ async function expectRecovered(instances: Instances, load: ReturnType<typeof wri
 describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () => {
   test("stopped: readiness 503 within seconds, liveness 200, requests a fast 503 Error body; back on its own after a restart of PostgreSQL", async () => {
     const instances = await startInstances(2);
-    const load = writeLoad(instances);
+    const load = writeLoad(
+      instances.servers.map((server) => server.url),
+      instances.token,
+    );
     await until(
       10_000,
       async () => load.acknowledged.length,
@@ -211,7 +142,10 @@ describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () =
 
   test("frozen (SIGSTOP, sockets open): requests answer 503 at the deadline instead of hanging; it recovers when it thaws", async () => {
     const instances = await startInstances(2);
-    const load = writeLoad(instances);
+    const load = writeLoad(
+      instances.servers.map((server) => server.url),
+      instances.token,
+    );
     await until(
       10_000,
       async () => load.acknowledged.length,
