@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
+import { emptyPostgresDatabase, onPostgres } from "./helpers";
 import { scratchDir } from "./process";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -37,8 +38,13 @@ beforeAll(async () => {
 
 afterAll(() => scratch?.cleanup());
 
-async function runBinary(args: string[]) {
-  const proc = Bun.spawn([binary, ...args], { cwd: workdir, env, stdout: "pipe", stderr: "pipe" });
+async function runBinary(args: string[], extra: Record<string, string> = {}) {
+  const proc = Bun.spawn([binary, ...args], {
+    cwd: workdir,
+    env: { ...env, ...extra },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
@@ -52,10 +58,10 @@ async function runBinary(args: string[]) {
  * on. Matched loosely (a plain line or a JSON log line both carry the URL); both streams are
  * read to the end so a full pipe never blocks the server.
  */
-async function startBinary() {
+async function startBinary(extra: Record<string, string> = {}) {
   const proc = Bun.spawn([binary], {
     cwd: workdir,
-    env: { ...env, PORT: "0", HOST: "127.0.0.1" },
+    env: { ...env, PORT: "0", HOST: "127.0.0.1", ...extra },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -97,7 +103,42 @@ describe("the compiled binary (bun run build → dist/plant-store)", () => {
     expect(bytes.includes(join(ROOT, "drizzle"))).toBe(false);
     expect(bytes.includes(join(ROOT, "node_modules/swagger-ui-dist"))).toBe(false);
     expect(bytes.includes("CREATE TABLE `plants`")).toBe(true);
+    expect(bytes.includes('CREATE TABLE "plants"')).toBe(true);
   });
+
+  test.if(onPostgres)(
+    "on PostgreSQL: migrates an empty database from its embedded migrations, checks it and serves",
+    async () => {
+      const postgres = { DATABASE_URL: await emptyPostgresDatabase() };
+      const migrated = await runBinary(["migrate"], postgres);
+      expect({ code: migrated.code, stderr: migrated.stderr }).toEqual({ code: 0, stderr: "" });
+      const check = await runBinary(["check"], postgres);
+      expect({ code: check.code, stderr: check.stderr }).toEqual({ code: 0, stderr: "" });
+      expect(check.stdout).toContain("0 pending");
+      const issued = await runBinary(["token", "create", "--user", "alice"], postgres);
+      expect(issued.code).toBe(0);
+      const auth = { authorization: `Bearer ${issued.stdout.trim().split("\n").at(-1)}` };
+      const server = await startBinary(postgres);
+      try {
+        const created = await fetch(`${server.url}/plants`, {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json" },
+          body: '{"id": -9223372036854775808, "name": "Fern"}',
+        });
+        expect(created.status).toBe(200);
+        expect(await (await fetch(`${server.url}/plants/-9223372036854775808`, { headers: auth })).json()).toEqual({
+          name: "Fern",
+        });
+        expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      } finally {
+        const { code, output } = await server.stop();
+        expect(code).toBe(0);
+        expect(output).toContain("Stopped cleanly");
+      }
+      // Nothing was written beside the binary: the data is in PostgreSQL.
+      expect(readdirSync(workdir).filter((name) => name.startsWith("plants"))).toEqual([]);
+    },
+  );
 
   test("names itself in its usage text, as it was invoked", async () => {
     const help = await runBinary(["--help"]);
