@@ -1,5 +1,5 @@
 /**
- * A throwaway PostgreSQL cluster for tests: `startCluster()` runs initdb in a fresh temp folder
+ * A throwaway PostgreSQL cluster for tests and the bench: `startCluster()` runs initdb in a fresh temp folder
  * (data, log and unix socket all inside it), starts the server on a free 127.0.0.1 port, and
  * `stop()` shuts it down and removes the folder. Run directly (`bun scripts/pg-cluster.ts`), it
  * prints the URL and keeps the cluster up until SIGINT/SIGTERM.
@@ -22,6 +22,8 @@ export interface Cluster {
   port: number;
   dir: string;
   stop(): Promise<void>;
+  /** stop(), synchronously: for a process about to exit, which cannot wait for a promise. */
+  stopNow(): void;
 }
 
 /** The folder holding initdb and pg_ctl: PG_BIN, else the highest /usr/lib/postgresql/<v>/bin, else PATH. */
@@ -92,8 +94,16 @@ function freePort(): number {
   return port;
 }
 
+export interface ClusterOptions {
+  /**
+   * fsync and synchronous_commit on, as a production server runs: for the bench, whose write
+   * figures mean something only when a commit waits for the disk. Off (the default), fsync is off.
+   */
+  durable?: boolean;
+}
+
 /** Starts a fresh cluster; on any failure it removes what it made and rejects with a one-line reason. */
-export async function startCluster(): Promise<Cluster> {
+export async function startCluster({ durable = false }: ClusterOptions = {}): Promise<Cluster> {
   const bin = findPgBin();
   const as = commandRunner();
   const dir = mkdtempSync(join(tmpdir(), "plant-store-pg-"));
@@ -113,6 +123,21 @@ export async function startCluster(): Promise<Cluster> {
     })();
     return stopping;
   };
+  let stoppedNow = false;
+  const stopNow = () => {
+    if (stoppedNow || stopping) return;
+    stoppedNow = true;
+    if (existsSync(join(data, "postmaster.pid"))) {
+      const stopped = Bun.spawnSync(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), {
+        cwd: dir,
+        stdin: "ignore",
+        stdout: "ignore",
+        stderr: "ignore",
+      });
+      if (!stopped.success) killPostmaster(data);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
 
   try {
     if (process.getuid?.() === 0) chownSync(dir, idOf("-u", SERVER_USER), idOf("-g", SERVER_USER));
@@ -125,9 +150,10 @@ export async function startCluster(): Promise<Cluster> {
     for (let attempt = 1; ; attempt++) {
       const port = freePort();
       // fsync=off is for tests only: it trades crash safety for speed, and this cluster is thrown away.
-      const options = `-k ${shellQuote(dir)} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300`;
+      const durability = durable ? "-c fsync=on -c synchronous_commit=on" : "-c fsync=off";
+      const options = `-k ${shellQuote(dir)} -p ${port} -c listen_addresses=127.0.0.1 ${durability} -c max_connections=300`;
       const started = await run(as([pgCtl, "-D", data, "-l", log, "-w", "-o", options, "start"]), dir);
-      if (started.ok) return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, stop };
+      if (started.ok) return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, stop, stopNow };
       const serverLog = existsSync(log) ? readFileSync(log, "utf8") : "";
       if (!/could not bind/.test(serverLog) || attempt === PORT_ATTEMPTS) {
         throw new Error(`pg_ctl start failed: ${lastLine(serverLog || started.output)}`);
