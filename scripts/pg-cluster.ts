@@ -111,33 +111,20 @@ export async function startCluster({ durable = false }: ClusterOptions = {}): Pr
   const log = join(dir, "postgres.log");
   const pgCtl = join(bin, "pg_ctl");
 
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      if (existsSync(join(data, "postmaster.pid"))) {
-        // Immediate: nothing in a throwaway cluster is worth a checkpoint.
-        const stopped = await run(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), dir);
-        if (!stopped.ok) killPostmaster(data);
-      }
-      rmSync(dir, { recursive: true, force: true });
-    })();
-    return stopping;
-  };
-  let stoppedNow = false;
-  const stopNow = () => {
-    if (stoppedNow || stopping) return;
-    stoppedNow = true;
-    if (existsSync(join(data, "postmaster.pid"))) {
-      const stopped = Bun.spawnSync(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), {
-        cwd: dir,
-        stdin: "ignore",
-        stdout: "ignore",
-        stderr: "ignore",
-      });
-      if (!stopped.success) killPostmaster(data);
-    }
+  // Immediate: nothing in a throwaway cluster is worth a checkpoint.
+  const stopCommand = as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]);
+  const serverUp = () => existsSync(join(data, "postmaster.pid"));
+  const remove = (stopped: boolean) => {
+    if (!stopped) killPostmaster(data);
     rmSync(dir, { recursive: true, force: true });
   };
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => remove(!serverUp() || (await run(stopCommand, dir)).ok))();
+    return stopping;
+  };
+  const quiet = { cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "ignore" } as const;
+  const stopNow = () => remove(!serverUp() || Bun.spawnSync(stopCommand, quiet).success);
 
   try {
     if (process.getuid?.() === 0) chownSync(dir, idOf("-u", SERVER_USER), idOf("-g", SERVER_USER));
