@@ -4,15 +4,33 @@
  */
 const env = process.env;
 
+const ENGINES = ["sqlite", "postgres"] as const;
+
+/** `--engine <name>` on the command line, else BENCH_ENGINE, else sqlite. */
+function engine(): (typeof ENGINES)[number] {
+  const at = process.argv.indexOf("--engine");
+  const given = at >= 0 ? (process.argv[at + 1] ?? "") : env.BENCH_ENGINE?.trim() || "sqlite";
+  const name = given.trim();
+  const known = ENGINES.find((candidate) => candidate === name);
+  if (known === undefined) {
+    console.error(`bench: the engine must be ${ENGINES.join(" or ")}, not "${name}" (--engine or BENCH_ENGINE)`);
+    process.exit(2);
+  }
+  return known;
+}
+
+/** Which store the service and the baseline run on: sqlite (a file each) or postgres (bench/postgres.ts). */
+export const ENGINE = engine();
+
 /** Alternating rounds of every wrk scenario. */
 export const ROUNDS = Number(env.BENCH_ROUNDS ?? 5);
 /** Seconds of each wrk run. */
 export const SECONDS = Number(env.BENCH_SECONDS ?? 4);
-/** wrk's open connections (over 2 threads). */
+/** wrk's open connections (over 2 threads; on PostgreSQL, split over two wrk processes for two instances). */
 export const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 32);
-/** BENCH_LARGE=0 skips the 1,000,000-plant store: its read check and the page scenario. */
+/** BENCH_LARGE=0 skips the 1,000,000-plant store (SQLite only): its read check and the page scenario. */
 export const LARGE = env.BENCH_LARGE !== "0";
-/** BENCH_BIG_LIST=0 skips the big-list scenario (bench/big-list.ts). */
+/** BENCH_BIG_LIST=0 skips the big-list scenario (bench/big-list.ts; SQLite only). */
 export const BIG_LIST = env.BENCH_BIG_LIST !== "0";
 /** The big-list owner's plants (also read by `bun bench/big-list.ts`). */
 export const BIG_LIST_PLANTS = Number(env.BENCH_BIG_LIST_PLANTS ?? 1_000_000);

@@ -5,37 +5,37 @@
  * Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
  * read scenario on a 2,000-plant one (bench/large-store.ts), and the big-list scenario
  * (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled).
- * Options: bench/options.ts.
+ * Options: bench/options.ts. With `--engine postgres` (or BENCH_ENGINE=postgres), the same
+ * scenarios on PostgreSQL instead (bench/postgres.ts).
  *
  * The machine is shared and noisy, so each ratio is the median of per-round ratios: in a
  * round the service and the baseline run back to back (their order alternating), so both
- * see much the same background load.
+ * see much the same background load (bench/rounds.ts).
  */
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bigListScenario, printBigList } from "./big-list";
-import { runBehaviourChecks } from "./checks";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
-import { BIG_LIST, CONNECTIONS, LARGE, ROUNDS, SECONDS } from "./options";
+import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS } from "./options";
 import {
-  cli,
-  fail,
-  fmt,
-  median,
-  peakRssKiB,
-  type Running,
-  seedOverHttp,
-  startTarget,
-  TARGETS,
-  type Target,
-} from "./targets";
-import { type WrkResult, wrk } from "./wrk";
-
-const SEED_PER_USER = 1000;
-const SCENARIOS = ["read", "write", "mix"] as const;
-type Scenario = (typeof SCENARIOS)[number];
+  errorCount,
+  type Figure,
+  figure,
+  mark,
+  pairedRatio,
+  type Results,
+  ratio,
+  readyForLoad,
+  runRounds,
+  SCENARIOS,
+  type Scenario,
+  SEED_PER_USER,
+  type TokenPair,
+} from "./rounds";
+import { cli, fail, fmt, median, peakRssKiB, type Running, startTarget, TARGETS, type Target } from "./targets";
+import { wrk } from "./wrk";
 
 /** Launch to the first successful authenticated request, in ms. */
 async function coldStart(target: Target, databasePath: string, token: string): Promise<number> {
@@ -47,12 +47,6 @@ async function coldStart(target: Target, databasePath: string, token: string): P
   if (response.status !== 200) fail(`${target.name}: the cold-start request got ${response.status}, not 200`);
   return elapsed;
 }
-
-function ratio(value: number, baseline: number) {
-  return baseline > 0 ? value / baseline : Number.NaN;
-}
-
-const mark = (ok: boolean) => (ok ? "met" : "NOT met");
 
 const TAG_INDEX = "plants_owner_tag_id_name_idx";
 
@@ -76,7 +70,7 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), "plant-store-bench-"));
   try {
     const paths = { service: join(dir, "service.sqlite"), baseline: join(dir, "baseline.sqlite") };
-    const tokens: Record<string, [string, string]> = {};
+    const tokens: Record<string, TokenPair> = {};
     const running: Record<string, Running> = {};
     for (const target of TARGETS) {
       const path = paths[target.name];
@@ -84,36 +78,16 @@ async function main() {
       const b = await cli(["token", "create", "--user", "bench-b"], path);
       tokens[target.name] = [a, b];
       running[target.name] = await startTarget(target, path);
-      const server = running[target.name] as Running;
-      await seedOverHttp(server.url, a, SEED_PER_USER);
-      await seedOverHttp(server.url, b, SEED_PER_USER);
-      const failures = await runBehaviourChecks(server.url, a, b);
-      if (failures.length > 0) fail(`${target.name} fails the behaviour checks:\n  ${failures.join("\n  ")}`);
-      console.log(`${target.name}: behaviour checks pass; ${2 * SEED_PER_USER} plants seeded`);
-      await wrk(server.url, "read", [a, b, "0"], 1);
+      await readyForLoad(target.name, (running[target.name] as Running).url, [a, b]);
     }
 
-    const results: Record<Target["name"], Record<Scenario, WrkResult[]>> = {
-      service: { read: [], write: [], mix: [] },
-      baseline: { read: [], write: [], mix: [] },
-    };
-    let idBase = 1_000_000_000;
-    for (let round = 1; round <= ROUNDS; round++) {
-      const order = round % 2 === 1 ? TARGETS : [...TARGETS].reverse();
-      for (const scenario of SCENARIOS) {
-        for (const target of order) {
-          idBase += 1_000_000_000;
-          const result = await wrk((running[target.name] as Running).url, scenario, [
-            ...(tokens[target.name] as [string, string]),
-            String(idBase),
-          ]);
-          results[target.name][scenario].push(result);
-          console.log(
-            `round ${round} ${scenario.padEnd(5)} ${target.name.padEnd(8)} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx}  socket errors ${result.errors}`,
-          );
-        }
-      }
-    }
+    const results: Results<Target["name"]> = await runRounds(
+      TARGETS.map((target) => ({
+        name: target.name,
+        run: (scenario, idBase) =>
+          wrk((running[target.name] as Running).url, scenario, [...(tokens[target.name] as TokenPair), String(idBase)]),
+      })),
+    );
     const rss: Record<string, number> = {};
     for (const target of TARGETS) {
       const server = running[target.name] as Running;
@@ -133,16 +107,11 @@ async function main() {
     const rows: string[] = [];
     const verdicts: string[] = [];
     let allMet = true;
-    type Figure = "rps" | "p50" | "p99";
-    const m = (target: Target["name"], scenario: Scenario, key: Figure) =>
-      median(results[target][scenario].map((r) => r[key]));
-    /** The median over rounds of service / baseline within each round. */
-    const pairedRatio = (scenario: Scenario, key: Figure) =>
-      median(results.service[scenario].map((r, i) => ratio(r[key], (results.baseline[scenario][i] as WrkResult)[key])));
+    const m = (target: Target["name"], scenario: Scenario, key: Figure) => figure(results, target, scenario, key);
     for (const scenario of SCENARIOS) {
-      const rps = pairedRatio(scenario, "rps");
-      const p99 = pairedRatio(scenario, "p99");
-      const non2xx = results.service[scenario].reduce((sum, r) => sum + r.non2xx + r.errors, 0);
+      const rps = pairedRatio(results, "service", "baseline", scenario, "rps");
+      const p99 = pairedRatio(results, "service", "baseline", scenario, "p99");
+      const non2xx = errorCount(results, "service", scenario);
       rows.push(
         `| ${scenario} | ${fmt(m("service", scenario, "rps"))} | ${fmt(m("baseline", scenario, "rps"))} | **${fmt(rps, 2)}×** | ${fmt(m("service", scenario, "p50"), 2)} / ${fmt(m("baseline", scenario, "p50"), 2)} | ${fmt(m("service", scenario, "p99"), 2)} / ${fmt(m("baseline", scenario, "p99"), 2)} | **${fmt(p99, 2)}×** | ${non2xx} |`,
       );
@@ -194,4 +163,9 @@ async function main() {
   }
 }
 
-await main();
+if (ENGINE === "postgres") {
+  const { postgresBench } = await import("./postgres");
+  await postgresBench();
+} else {
+  await main();
+}

@@ -34,10 +34,19 @@ export interface Running {
 
 /** Servers started and not yet stopped: a failing bench stops them rather than leave them behind. */
 const live = new Set<{ kill(): void }>();
+/** What else a failing bench must not leave behind (a database cluster): synchronous, run once. */
+const cleanups = new Set<() => void>();
+
+/** Runs `cleanup` if the bench fails before `release()` is called. */
+export function onFail(cleanup: () => void): { release(): void } {
+  cleanups.add(cleanup);
+  return { release: () => cleanups.delete(cleanup) };
+}
 
 export function fail(message: string): never {
   console.error(`bench: ${message}`);
   for (const proc of live) proc.kill();
+  for (const cleanup of cleanups) cleanup();
   process.exit(1);
 }
 
@@ -59,14 +68,18 @@ async function waitForListening(name: string, logPath: string, exited: () => boo
 
 let launches = 0;
 /** A fresh file per launch: Bun does not truncate a file it is given as stdout. */
-const logPathFor = (databasePath: string, name: string) => `${databasePath}.${name}-${++launches}.log`;
+const logPathFor = (logPrefix: string, name: string) => `${logPrefix}.${name}-${++launches}.log`;
 
-export async function startTarget(target: Target, databasePath: string): Promise<Running> {
-  const logPath = logPathFor(databasePath, target.name);
+/**
+ * Starts the target on `database` (its DATABASE_URL), its output going to a file named from
+ * `logPrefix`: beside the database file by default; give one for a database that is no file.
+ */
+export async function startTarget(target: Target, database: string, logPrefix = database): Promise<Running> {
+  const logPath = logPathFor(logPrefix, target.name);
   let exited = false;
   const proc = Bun.spawn(target.command, {
     cwd: ROOT,
-    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: databasePath },
+    env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database },
     stdout: Bun.file(logPath),
     stderr: "inherit",
     onExit: () => {
@@ -103,15 +116,20 @@ export async function seedOverHttp(url: string, token: string, count: number) {
   }
 }
 
-export async function cli(args: string[], databasePath: string): Promise<string> {
+/** Runs the service's CLI on `database` (its DATABASE_URL); answers its last line of output. */
+export async function cli(args: string[], database: string): Promise<string> {
   const proc = Bun.spawn(["bun", join(ROOT, "src/cli.ts"), ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databasePath },
+    env: { ...process.env, DATABASE_URL: database },
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
-  if (code !== 0) fail(`cli ${args.join(" ")} failed`);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  if (code !== 0) fail(`cli ${args.join(" ")} failed: ${stderr.trim().split("\n").at(-1) ?? ""}`);
   return stdout.trim().split("\n").at(-1) ?? "";
 }
 

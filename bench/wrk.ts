@@ -23,13 +23,22 @@ const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 
 const toBytes = (value: string, unit: string) =>
   Number(value) * ({ B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[unit] ?? Number.NaN);
 
-/** Runs `bench/lua/<script>.lua` against `url`; `args` follow `--` on wrk's command line. */
-export async function wrk(url: string, script: string, args: string[], seconds = SECONDS): Promise<WrkResult> {
+/**
+ * Runs `bench/lua/<script>.lua` against `url`; `args` follow `--` on wrk's command line. Two
+ * threads by default: the read, write and mix scripts give each thread its own user in turn.
+ */
+export async function wrk(
+  url: string,
+  script: string,
+  args: string[],
+  seconds = SECONDS,
+  { threads, connections } = { threads: 2, connections: CONNECTIONS },
+): Promise<WrkResult> {
   const proc = Bun.spawn(
     [
       "wrk",
-      "-t2",
-      `-c${CONNECTIONS}`,
+      `-t${threads}`,
+      `-c${connections}`,
       `-d${seconds}s`,
       "--latency",
       "-s",

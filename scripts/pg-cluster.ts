@@ -1,5 +1,5 @@
 /**
- * A throwaway PostgreSQL cluster for tests: `startCluster()` runs initdb in a fresh temp folder
+ * A throwaway PostgreSQL cluster for tests and the bench: `startCluster()` runs initdb in a fresh temp folder
  * (data, log and unix socket all inside it), starts the server on a free 127.0.0.1 port, and
  * `stop()` shuts it down and removes the folder. Run directly (`bun scripts/pg-cluster.ts`), it
  * prints the URL and keeps the cluster up until SIGINT/SIGTERM.
@@ -26,6 +26,8 @@ export interface Cluster {
   /** Starts a halted server again on the same port and data. */
   resume(): Promise<void>;
   stop(): Promise<void>;
+  /** stop(), synchronously: for a process about to exit, which cannot wait for a promise. */
+  stopNow(): void;
 }
 
 /** The folder holding initdb and pg_ctl: PG_BIN, else the highest /usr/lib/postgresql/<v>/bin, else PATH. */
@@ -96,8 +98,16 @@ function freePort(): number {
   return port;
 }
 
+export interface ClusterOptions {
+  /**
+   * fsync and synchronous_commit on, as a production server runs: for the bench, whose write
+   * figures mean something only when a commit waits for the disk. Off (the default), fsync is off.
+   */
+  durable?: boolean;
+}
+
 /** Starts a fresh cluster; on any failure it removes what it made and rejects with a one-line reason. */
-export async function startCluster(): Promise<Cluster> {
+export async function startCluster({ durable = false }: ClusterOptions = {}): Promise<Cluster> {
   const bin = findPgBin();
   const as = commandRunner();
   const dir = mkdtempSync(join(tmpdir(), "plant-store-pg-"));
@@ -105,18 +115,20 @@ export async function startCluster(): Promise<Cluster> {
   const log = join(dir, "postgres.log");
   const pgCtl = join(bin, "pg_ctl");
 
+  // Immediate: nothing in a throwaway cluster is worth a checkpoint.
+  const stopCommand = as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]);
+  const serverUp = () => existsSync(join(data, "postmaster.pid"));
+  const remove = (stopped: boolean) => {
+    if (!stopped) killPostmaster(data);
+    rmSync(dir, { recursive: true, force: true });
+  };
   let stopping: Promise<void> | undefined;
   const stop = () => {
-    stopping ??= (async () => {
-      if (existsSync(join(data, "postmaster.pid"))) {
-        // Immediate: nothing in a throwaway cluster is worth a checkpoint.
-        const stopped = await run(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), dir);
-        if (!stopped.ok) killPostmaster(data);
-      }
-      rmSync(dir, { recursive: true, force: true });
-    })();
+    stopping ??= (async () => remove(!serverUp() || (await run(stopCommand, dir)).ok))();
     return stopping;
   };
+  const quiet = { cwd: dir, stdin: "ignore", stdout: "ignore", stderr: "ignore" } as const;
+  const stopNow = () => remove(!serverUp() || Bun.spawnSync(stopCommand, quiet).success);
 
   try {
     if (process.getuid?.() === 0) chownSync(dir, idOf("-u", SERVER_USER), idOf("-g", SERVER_USER));
@@ -129,19 +141,20 @@ export async function startCluster(): Promise<Cluster> {
     for (let attempt = 1; ; attempt++) {
       const port = freePort();
       // fsync=off is for tests only: it trades crash safety for speed, and this cluster is thrown away.
-      const options = `-k ${shellQuote(dir)} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300`;
+      const durability = durable ? "-c fsync=on -c synchronous_commit=on" : "-c fsync=off";
+      const options = `-k ${shellQuote(dir)} -p ${port} -c listen_addresses=127.0.0.1 ${durability} -c max_connections=300`;
       const start = () => run(as([pgCtl, "-D", data, "-l", log, "-w", "-o", options, "start"]), dir);
       const started = await start();
       if (started.ok) {
         const halt = async () => {
-          const halted = await run(as([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), dir);
+          const halted = await run(stopCommand, dir);
           if (!halted.ok) throw new Error(`pg_ctl stop failed: ${lastLine(halted.output)}`);
         };
         const resume = async () => {
           const resumed = await start();
           if (!resumed.ok) throw new Error(`pg_ctl start failed: ${lastLine(resumed.output)}`);
         };
-        return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, halt, resume, stop };
+        return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, halt, resume, stop, stopNow };
       }
       const serverLog = existsSync(log) ? readFileSync(log, "utf8") : "";
       if (!/could not bind/.test(serverLog) || attempt === PORT_ATTEMPTS) {
