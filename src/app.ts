@@ -4,7 +4,7 @@ import type { Config } from "./config";
 import { createStoreHealth, DAMAGED_LOG_MESSAGE } from "./db/health";
 import type { Stores } from "./db/stores";
 import { apiDocs } from "./docs/openapi";
-import { errorHandler, errorResponse, faultDetail } from "./http/errors";
+import { errorHandler, errorResponse, faultDetail, faultResponder } from "./http/errors";
 import { createRateLimiter } from "./http/rate-limit";
 import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
@@ -106,6 +106,7 @@ export function createApp({ stores, config, clock = Date.now, log = logToStderr,
         notes: ops.notes,
         metrics: ops.metrics,
         log: storeFaultLog,
+        answerFault: faultResponder({ log, health }),
       }),
     );
   routeTable.routes = app.routes;

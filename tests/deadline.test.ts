@@ -43,6 +43,24 @@ describe("the PostgreSQL stores' client-side deadline", () => {
     expect(await deadline.within(async () => 7)).toBe(7);
   });
 
+  test("past maxInFlight calls waiting at once, a new call is refused with `capacity` without running", async () => {
+    const deadline = createDeadline(10_000, 10, 2);
+    const waiting = [held<number>(), held<number>()];
+    const calls = waiting.map((call) => deadline.within(() => call.promise));
+    let ran = false;
+    const refused = await deadline
+      .within(async () => {
+        ran = true;
+        return 1;
+      })
+      .catch((e: unknown) => e);
+    expect(storeFailureKind(refused)).toBe("capacity");
+    expect(ran).toBe(false);
+    for (const call of waiting) call.settle(3);
+    expect(await Promise.all(calls)).toEqual([3, 3]);
+    expect(await deadline.within(async () => 4)).toBe(4);
+  });
+
   test("withDeadline keeps a store's other members and its methods' errors", async () => {
     const store = {
       listChunkSize: 512,

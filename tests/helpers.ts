@@ -78,17 +78,30 @@ export async function freshStores(options: {
   log: FaultLog;
   maxQueued: number;
   lockTimeoutMs: number;
+  statementTimeoutMs?: number;
 }) {
   if (onPostgres) {
-    const { client, db } = connect(postgresTarget(await freshPostgresDatabase()));
-    const stores = createPostgresStores(client, db, options);
+    const target = postgresTarget(await freshPostgresDatabase());
+    if (options.statementTimeoutMs !== undefined) target.statementTimeoutMs = options.statementTimeoutMs;
+    const { client, db } = connect(target);
+    const stores = createPostgresStores(client, db, {
+      ...options,
+      maxInFlight: options.maxQueued,
+      deadlineMs: target.connectTimeoutMs + target.statementTimeoutMs,
+      poolSize: target.poolSize,
+    });
     openedStores.add(stores);
-    return { stores, sqlite: undefined as unknown as Database, db: undefined as unknown as AppDatabase };
+    return {
+      stores,
+      sqlite: undefined as unknown as Database,
+      db: undefined as unknown as AppDatabase,
+      postgresUrl: target.url,
+    };
   }
   const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
   const stores = createSqliteStores(db, options);
   openedStores.add(stores);
-  return { stores, sqlite, db };
+  return { stores, sqlite, db, postgresUrl: undefined };
 }
 
 /**
@@ -97,7 +110,7 @@ export async function freshStores(options: {
  * only, for the tests that are about that engine.
  */
 export async function makeTestApp(
-  options: Partial<AppConfig & { maxInFlight: number; writeLockTimeoutMs: number }> & {
+  options: Partial<AppConfig & { maxInFlight: number; writeLockTimeoutMs: number; statementTimeoutMs: number }> & {
     now?: () => number;
     logWith?: (ops: AppOps) => FaultLog;
   } = {},
@@ -105,11 +118,12 @@ export async function makeTestApp(
   const logged: Array<{ message: string; detail: unknown }> = [];
   const clock = options.now ?? Date.now;
   let log: FaultLog = (message, detail) => logged.push({ message, detail });
-  const { stores, sqlite, db } = await freshStores({
+  const { stores, sqlite, db, postgresUrl } = await freshStores({
     clock,
     log: (message, detail, request) => log(message, detail, request),
     maxQueued: options.maxInFlight ?? 1024,
     lockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
+    statementTimeoutMs: options.statementTimeoutMs,
   });
   const ops = createOps(stores);
   if (options.logWith) log = options.logWith(ops);
@@ -150,6 +164,8 @@ export async function makeTestApp(
     stores,
     sqlite,
     db,
+    /** On PostgreSQL, the test's own database, for a second session (e.g. one holding a lock). */
+    postgresUrl,
     tokens,
     logged,
     ops,

@@ -18,7 +18,7 @@ export async function openStores(config: Config, log: FaultLog): Promise<OpenedS
   const { database } = config;
   if (database.engine === "postgres") {
     const { openPostgresStores } = await import("./postgres/stores");
-    return { stores: await openPostgresStores(database, { log }) };
+    return { stores: await openPostgresStores(database, { log, maxInFlight: config.maxInFlight }) };
   }
   const { db } = openDatabase({ path: database.path, synchronous: config.synchronous });
   return {

@@ -118,8 +118,37 @@ export interface ErrorHandlerOptions {
   health: StoreHealth;
 }
 
+/**
+ * The Error body for a fault thrown by a handler or a store: an HttpError as it says, a store
+ * failure as its kind (logged when it is damage, I/O or a lost database), anything else 500,
+ * logged. The error handler below answers with it, and so does a route whose handler Elysia
+ * compiles as synchronous, for the promise it returns: Elysia does not catch that rejection.
+ */
+export function faultResponder({ log, health }: Pick<ErrorHandlerOptions, "log" | "health">) {
+  return (error: unknown, request?: Request): Response => {
+    if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers);
+    const storeFailure = storeFailureKind(error);
+    if (storeFailure !== undefined) {
+      // Space and busy are states an operator sees in readiness; damage and I/O are faults.
+      if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
+      else if (storeFailure === "io" || storeFailure === "unreachable" || storeFailure === "timeout")
+        log("store failure", faultDetail(error), request);
+      return storeFailureResponse(storeFailure);
+    }
+    const status =
+      typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;
+    if (status >= 400 && status < 500)
+      return errorResponse(status, STATUS_MESSAGES[status] ?? "The request was refused.");
+    log("unhandled error", faultDetail(error), request);
+    return errorResponse(500, STATUS_MESSAGES[500] as string);
+  };
+}
+
+export type FaultResponder = ReturnType<typeof faultResponder>;
+
 /** The one place where every failure becomes the Error body. */
 export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOptions) {
+  const answerFault = faultResponder({ log, health });
   return new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request }) => {
     // Elysia wraps whatever a parse hook throws in a ParseError.
     const cause = code === "PARSE" ? (error as Error).cause : error;
@@ -140,19 +169,6 @@ export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOption
       case "INVALID_FILE_TYPE":
         return errorResponse(400, STATUS_MESSAGES[400] as string);
     }
-    const storeFailure = storeFailureKind(error);
-    if (storeFailure !== undefined) {
-      // Space and busy are states an operator sees in readiness; damage and I/O are faults.
-      if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
-      else if (storeFailure === "io" || storeFailure === "unreachable" || storeFailure === "timeout")
-        log("store failure", faultDetail(error), request);
-      return storeFailureResponse(storeFailure);
-    }
-    const status =
-      typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;
-    if (status >= 400 && status < 500)
-      return errorResponse(status, STATUS_MESSAGES[status] ?? "The request was refused.");
-    log("unhandled error", faultDetail(error), request);
-    return errorResponse(500, STATUS_MESSAGES[500] as string);
+    return answerFault(error, request);
   });
 }

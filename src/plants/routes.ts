@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { FaultLog } from "../app";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
 import type { PlantStore, TokenStore } from "../db/stores";
-import { HttpError } from "../http/errors";
+import { type FaultResponder, HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
@@ -21,10 +21,25 @@ type Page = { plants: Plant[]; link?: string };
 function withLink(
   set: { headers: Record<string, string | number> },
   page: Page | Promise<Page>,
-): Plant[] | Promise<Plant[]> {
-  if (page instanceof Promise) return page.then((ready) => withLink(set, ready));
+  answerFault: FaultResponder,
+  request: Request,
+): Plant[] | Promise<Plant[] | Response> {
+  if (page instanceof Promise) {
+    return page
+      .then((ready) => withLink(set, ready, answerFault, request) as Plant[])
+      .catch((error: unknown) => answerFault(error, request));
+  }
   if (page.link) set.headers.link = page.link;
   return page.plants;
+}
+
+/**
+ * The list handler is compiled as synchronous (see below), and Elysia does not catch the
+ * rejection of a promise such a handler returns (app.handle itself would reject; the server
+ * would answer 500): a promised answer gets its fault answered here, as the error handler would.
+ */
+function answered<T>(result: T | Promise<T>, answerFault: FaultResponder, request: Request): T | Promise<T | Response> {
+  return result instanceof Promise ? result.catch((error: unknown) => answerFault(error, request)) : result;
 }
 
 /** The plant, or 404. */
@@ -44,6 +59,8 @@ export interface PlantRoutesDeps {
   notes: RequestNotes;
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
+  /** The Error body for a fault, as the error handler answers it. */
+  answerFault: FaultResponder;
 }
 
 /*
@@ -60,6 +77,7 @@ export function plantRoutes({
   notes,
   metrics,
   log,
+  answerFault,
 }: PlantRoutesDeps) {
   const faultLoggerFor = (request: Request) => (error: unknown) => {
     log("listing plants failed mid-answer", error, request);
@@ -106,8 +124,8 @@ export function plantRoutes({
         // (tests/plants-list.test.ts checks it). A limit within one chunk is the hot path, one
         // statement; anything longer may be streamed (list-answer.ts), typed as the same array.
         return list.limit !== undefined && list.limit <= plants.listChunkSize
-          ? withLink(set, shortPage(plants, list as typeof list & { limit: number }))
-          : (longList(plants, list) as unknown as Plant[]);
+          ? (withLink(set, shortPage(plants, list as typeof list & { limit: number }), answerFault, request) as Plant[])
+          : (answered(longList(plants, list), answerFault, request) as unknown as Plant[]);
       },
       {
         query: listPlantsQuery,

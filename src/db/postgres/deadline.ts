@@ -13,15 +13,22 @@ import { StoreUnavailable } from "../store-errors";
  * so new calls fail at once instead of queueing behind them (the queue would otherwise grow
  * with every request for as long as the outage lasts). They flow again as soon as the overdue
  * calls settle: the server answers, or the kernel gives the connection up.
+ *
+ * `maxInFlight` caps the calls waiting at once (MAX_IN_FLIGHT, as SQLite caps writes waiting for
+ * their commit): past it a call is refused with `capacity` rather than joining an ever longer
+ * queue for the pool.
  */
-export function createDeadline(deadlineMs: number, maxOverdue: number) {
+export function createDeadline(deadlineMs: number, maxOverdue: number, maxInFlight = Number.POSITIVE_INFINITY) {
   let overdue = 0;
+  let inFlight = 0;
   return {
     /** How many calls are past their deadline and not settled yet. */
     overdue: () => overdue,
     within<T>(work: () => Promise<T>): Promise<T> {
       if (overdue >= maxOverdue) return Promise.reject(new StoreUnavailable("timeout"));
+      if (inFlight >= maxInFlight) return Promise.reject(new StoreUnavailable("capacity"));
       const running = work();
+      inFlight++;
       return new Promise<T>((resolve, reject) => {
         let late = false;
         const timer = setTimeout(() => {
@@ -30,6 +37,7 @@ export function createDeadline(deadlineMs: number, maxOverdue: number) {
           reject(new StoreUnavailable("timeout"));
         }, deadlineMs);
         const settle = () => {
+          inFlight--;
           if (late) overdue--;
           else clearTimeout(timer);
         };

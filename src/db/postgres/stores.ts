@@ -20,6 +20,8 @@ export interface PostgresStoreOptions {
   deadlineMs?: number;
   /** The pool's size: that many overdue calls make new ones fail at once. */
   poolSize?: number;
+  /** Store calls waiting at once past which new ones get 503 (MAX_IN_FLIGHT). */
+  maxInFlight?: number;
 }
 
 /**
@@ -30,9 +32,9 @@ export interface PostgresStoreOptions {
 export function createPostgresStores(
   client: SQL,
   db: PostgresDatabase,
-  { clock = Date.now, log, deadlineMs = 15_000, poolSize = 10 }: PostgresStoreOptions,
+  { clock = Date.now, log, deadlineMs = 15_000, poolSize = 10, maxInFlight = 1024 }: PostgresStoreOptions,
 ): Stores {
-  const deadline = createDeadline(deadlineMs, poolSize);
+  const deadline = createDeadline(deadlineMs, poolSize, maxInFlight);
   let databaseBytes = 0;
   let sizeReadAt = Number.NEGATIVE_INFINITY;
   const refreshSize = () => {
