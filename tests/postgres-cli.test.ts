@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { withoutPassword } from "../src/config";
@@ -270,6 +270,31 @@ describe.if(onPostgres)("bun run cli backup <file> on PostgreSQL", () => {
 });
 
 describe.if(onPostgres)("a password in DATABASE_URL", () => {
+  test("backup hands it to pg_dump in PGPASSWORD, never on its command line (which ps shows to every local user)", async () => {
+    const url = new URL(await freshPostgresDatabase());
+    url.password = encodeURIComponent("pa ss/word");
+    // A pg_dump that records what it was given, on a PATH that still finds bun.
+    const bin = pathWithoutPgDump();
+    const record = join(scratch.dir, "pg_dump.args");
+    writeFileSync(
+      join(bin, "pg_dump"),
+      `#!/bin/sh\nprintf '%s\\n' "$@" > '${record}'\nprintf 'PGPASSWORD=%s\\n' "$PGPASSWORD" >> '${record}'\n`,
+      { mode: 0o755 },
+    );
+    try {
+      const { code } = await cli(["backup", join(scratch.dir, "fake.dump")], url.toString(), { PATH: bin });
+      expect(code).toBe(0);
+      const given = readFileSync(record, "utf8").trimEnd().split("\n");
+      expect(given.at(-1)).toBe("PGPASSWORD=pa ss/word");
+      const argv = given.slice(0, -1).join(" ");
+      expect(argv).not.toContain("ss/word");
+      expect(argv).not.toContain("ss%2Fword");
+      expect(argv).toContain(`--dbname ${Object.assign(new URL(url), { password: "" })}`);
+    } finally {
+      rmSync(join(bin, "pg_dump"));
+    }
+  });
+
   test("never appears in what any command prints, on success or failure", async () => {
     const role = `plantstore_${process.pid}`;
     // Characters that must be percent-encoded in a URL: neither form may be printed.

@@ -9,7 +9,11 @@ const OWN_TABLES = ["users", "tokens", "plants", "rate_limits"] as const;
 
 /** `backup` on PostgreSQL: pg_dump does it best; run it when it is on PATH, else show how. */
 export async function postgresBackup(target: PostgresTarget, file: string): Promise<number> {
-  const command = ["pg_dump", "--format=custom", `--file=${file}`, "--dbname", target.url];
+  // The password goes in PGPASSWORD, not on the command line, where `ps` shows it to every local user.
+  const url = new URL(target.url);
+  const password = decodeURIComponent(url.password);
+  url.password = "";
+  const command = ["pg_dump", "--format=custom", `--file=${file}`, "--dbname", url.toString()];
   const shown = ["pg_dump", "--format=custom", `--file=${file}`, "--dbname", `'${withoutPassword(target.url)}'`];
   if (!Bun.which("pg_dump")) {
     console.log("On PostgreSQL, back up with pg_dump (not found on PATH here):");
@@ -19,7 +23,8 @@ export async function postgresBackup(target: PostgresTarget, file: string): Prom
   }
   if (await Bun.file(file).exists()) throw new CommandError(`backup not written: ${file} already exists`);
   console.log(`Running: ${shown.join(" ")}`);
-  const run = Bun.spawn(command, { stdout: "inherit", stderr: "pipe" });
+  const env = password === "" ? process.env : { ...process.env, PGPASSWORD: password };
+  const run = Bun.spawn(command, { stdout: "inherit", stderr: "pipe", env });
   const [status, errors] = await Promise.all([run.exited, new Response(run.stderr).text()]);
   if (status !== 0) {
     throw new CommandError(`pg_dump failed (exit ${status}): ${errors.trim().split("\n")[0] ?? ""}`);
