@@ -127,7 +127,7 @@ describe("a write lock held by another process", () => {
 });
 
 describe("a request pipelined behind a write (Bun limit, see README Known limits)", () => {
-  test("the write is stored and the connection is closed, never left hanging", async () => {
+  test("the write is stored, any answer given is the right one, and the connection is never left hanging", async () => {
     const scratch = scratchDir();
     const server = await startServer({ DATABASE_URL: join(scratch.dir, "plants.sqlite") });
     const token = tokenOf(server);
@@ -139,12 +139,15 @@ describe("a request pipelined behind a write (Bun limit, see README Known limits
           `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
           `GET /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n`,
       );
-      await raw.closed(5_000);
+      await raw.closedOrAnswered(2, 5_000);
       const listed = await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } });
       expect(await listed.json()).toEqual([{ name: "Fern" }]);
-      // Bun 1.4.5 closes without answering either request; when Bun answers them, this
-      // limit is gone: drop it from the README and make this test expect both answers.
-      expect(raw.received()).toBe("");
+      // Bun 1.4.5 closes without answering either request when both arrive in one read. On a
+      // busy machine the two may arrive in separate reads and be answered. Any answer given must
+      // be the right one, in order; a connection closed after fewer is one HTTP allows (the
+      // client retries what was not answered). A hang is not.
+      const statuses = [...raw.received().matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => m[1]);
+      expect(["200", "200"].slice(0, statuses.length)).toEqual(statuses as string[]);
     } finally {
       await server.stop();
       scratch.cleanup();

@@ -71,6 +71,13 @@ export async function openRaw(url: string) {
     },
     received: () => received,
     closed: (ms: number) => until(() => closed, ms, "the server to close the connection"),
+    /** Resolves once the connection is closed or `count` status lines have arrived. */
+    closedOrAnswered: (count: number, ms: number) =>
+      until(
+        () => closed || (received.match(/^HTTP\/1\.1 \d{3}/gm)?.length ?? 0) >= count,
+        ms,
+        `${count} responses or the connection closed`,
+      ),
     isClosed: () => closed,
     end: () => {
       socket.destroy();
