@@ -7,7 +7,9 @@
  * commit waits for the disk as in production; each side gets its own database on it. Two
  * instances are two service processes loaded by two wrk processes, one thread and half the
  * connections each (the same two client threads and users as one wrk with -t2): their req/s
- * are summed and the worse p50 and p99 taken.
+ * are summed and the worse p50 and p99 taken. Two baseline processes are loaded the same way, so
+ * two instances are also compared like for like: on a 2-core machine a second process competes
+ * with the first and with PostgreSQL for the same cores, whatever it runs.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +18,7 @@ import { SQL } from "bun";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
 import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, type PostgresContender, postgresReport } from "./postgres-report";
-import { readyForLoad, runRounds, SEED_PER_USER, type TokenPair } from "./rounds";
+import { readyForLoad, runRounds, type Scenario, SEED_PER_USER, type TokenPair } from "./rounds";
 import { cli, fail, onFail, peakRssKiB, ROOT, type Running, startTarget, TARGETS, type Target } from "./targets";
 import { type WrkResult, wrk } from "./wrk";
 
@@ -99,30 +101,32 @@ export async function postgresBench(): Promise<void> {
 
     const baseline = await start(BASELINE, databases.baseline);
     await readyForLoad("baseline", baseline.url, tokens.baseline);
+    const baseline2 = await start(BASELINE, databases.baseline);
+    await readyForLoad("baseline, process 2", baseline2.url, tokens.baseline, false);
     const first = await start(SERVICE, databases.service);
     await readyForLoad("service, instance 1", first.url, tokens.service);
     const second = await start(SERVICE, databases.service);
     await readyForLoad("service, instance 2", second.url, tokens.service, false);
 
-    const [a, b] = tokens.service;
     const half = Math.ceil(CONNECTIONS / 2);
+    /** Two processes, one wrk each; one user per wrk, the second's ids half-way to the next run's base. */
+    const split =
+      (one: Running, two: Running, [a, b]: TokenPair) =>
+      async (scenario: Scenario, idBase: number): Promise<WrkResult> => {
+        const [x, y] = await Promise.all([
+          wrk(one.url, scenario, [a, b, `${idBase}`], SECONDS, { threads: 1, connections: half }),
+          wrk(two.url, scenario, [b, a, `${idBase + 500_000_000}`], SECONDS, {
+            threads: 1,
+            connections: CONNECTIONS - half,
+          }),
+        ]);
+        return together(x, y);
+      };
     const results = await runRounds<PostgresContender>([
       { name: "baseline", run: (scenario, idBase) => wrk(baseline.url, scenario, [...tokens.baseline, `${idBase}`]) },
-      { name: "1 instance", run: (scenario, idBase) => wrk(first.url, scenario, [a, b, `${idBase}`]) },
-      {
-        name: "2 instances",
-        // One user per wrk process; the second's ids start half-way to the next run's base.
-        run: async (scenario, idBase) => {
-          const [one, two] = await Promise.all([
-            wrk(first.url, scenario, [a, b, `${idBase}`], SECONDS, { threads: 1, connections: half }),
-            wrk(second.url, scenario, [b, a, `${idBase + 500_000_000}`], SECONDS, {
-              threads: 1,
-              connections: CONNECTIONS - half,
-            }),
-          ]);
-          return together(one, two);
-        },
-      },
+      { name: "1 instance", run: (scenario, idBase) => wrk(first.url, scenario, [...tokens.service, `${idBase}`]) },
+      { name: "2 baselines", run: split(baseline, baseline2, tokens.baseline) },
+      { name: "2 instances", run: split(first, second, tokens.service) },
     ]);
 
     const facts = await clusterFacts(cluster.url);
