@@ -104,9 +104,12 @@ export function createMetrics(store: StoreFigures) {
       family("plant_store_plants_deleted_total", "counter", "Plants this instance deleted (acknowledged).", [
         sample("plant_store_plants_deleted_total", "", plantsDeleted),
       ]),
-      family("plant_store_database_bytes", "gauge", "Size of the database: SQLite pages in use times page size, or PostgreSQL pg_database_size (read at most every 10 s).", [
-        sample("plant_store_database_bytes", "", store.databaseBytes()),
-      ]),
+      family(
+        "plant_store_database_bytes",
+        "gauge",
+        "Size of the database: SQLite pages in use times page size, or PostgreSQL pg_database_size (read at most every 10 s).",
+        [sample("plant_store_database_bytes", "", store.databaseBytes())],
+      ),
       ...processFamilies(startedAt),
     ].join("");
   }
