@@ -21,6 +21,7 @@ interface RunResult {
   failed: number;
   ok: boolean;
 }
+const TEST_TIMEOUT_MS = 30_000;
 // A run that produced no summary of its own (setup failed, or bun test died) counts as one failure.
 const NO_SUMMARY: RunResult = { passed: 0, failed: 1, ok: false };
 
@@ -81,7 +82,16 @@ function parseSummary(output: string): { passed: number; failed: number } | unde
 async function bunTest(engine: Engine, env: Record<string, string | undefined>, args: string[]): Promise<RunResult> {
   console.log(`\n=== bun test on ${engine} ===`);
   const began = performance.now();
-  child = Bun.spawn([process.execPath, "test", ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  // Real-process tests (servers, clusters, CLI runs) outlast bun's 5 s default on a busy machine.
+  // setDefaultTimeout in the preload sets it for the first test file only (Bun 1.4.5), and
+  // bunfig.toml has no such setting, so it is given here.
+  const timeout = args.some((arg) => arg.startsWith("--timeout")) ? [] : [`--timeout=${TEST_TIMEOUT_MS}`];
+  child = Bun.spawn([process.execPath, "test", ...timeout, ...args], {
+    env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const text: string[] = [];
   const [, , code] = await Promise.all([
     pump(child.stdout, process.stdout, text),

@@ -138,7 +138,7 @@ describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () =
     await cluster.resume();
     await expectRecovered(instances, load);
     await stopAll(instances);
-  });
+  }, 60_000);
 
   test("frozen (SIGSTOP, sockets open): requests answer 503 at the deadline instead of hanging; it recovers when it thaws", async () => {
     const instances = await startInstances(2);
@@ -160,5 +160,5 @@ describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () =
     }
     await expectRecovered(instances, load);
     await stopAll(instances);
-  });
+  }, 60_000);
 });

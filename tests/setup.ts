@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeEach, setDefaultTimeout } from "bun:test";
 import { onPostgres, openedStores } from "./helpers";
 
+// For the first test file only (Bun 1.4.5 resets it per file): `bun run test` passes
+// --timeout=30000 for every file, and the slowest tests give their own.
 setDefaultTimeout(30_000);
 
 // On PostgreSQL every test app holds a pool: the stores a test opened are closed after it, so
