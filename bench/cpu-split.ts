@@ -6,7 +6,6 @@
  *   bun bench/cpu-split.ts
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { createDatabase, startCluster } from "../scripts/pg-cluster";
 import { runCli, startServer } from "../tests/process";
 import { SCENARIOS } from "./rounds";
@@ -34,13 +33,12 @@ const children = (pid: number) =>
     .filter(Boolean)
     .map(Number);
 
-/** CPU seconds of a process and everything under it (`bun run` and its server; the postmaster and its backends). */
+/** CPU seconds of a process and everything under it (`bun run` and its server). */
 const treeSeconds = (pid: number): number =>
   cpuSeconds(pid) + children(pid).reduce((sum, c) => sum + treeSeconds(c), 0);
 
 const cluster = await startCluster({ durable: true });
 try {
-  const postmaster = Number(readFileSync(join(cluster.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
   const env = { DATABASE_URL: await createDatabase(cluster.url, "cpu_split"), RATE_LIMIT_PER_MINUTE: "0" };
   const server = await startServer(env);
   const token = async (user: string) =>
@@ -58,11 +56,12 @@ try {
   await wrk(server.url, "read", [...tokens, "0"], 2);
   let idBase = 1_000_000_000;
   for (const scenario of SCENARIOS) {
-    const before = { service: treeSeconds(server.pid), postgres: treeSeconds(postmaster) };
+    const postgresSeconds = () => cluster.serverPids().reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    const before = { service: treeSeconds(server.pid), postgres: postgresSeconds() };
     idBase += 1_000_000_000;
     const result = await wrk(server.url, scenario, [...tokens, String(idBase)], SECONDS);
     const service = treeSeconds(server.pid) - before.service;
-    const postgres = treeSeconds(postmaster) - before.postgres;
+    const postgres = postgresSeconds() - before.postgres;
     const perRequestUs = (cpu: number) => ((cpu / (result.rps * SECONDS)) * 1e6).toFixed(0);
     console.log(
       `${scenario}: ${Math.round(result.rps)} req/s; CPU over ${SECONDS} s: service ${service.toFixed(2)} s, PostgreSQL ${postgres.toFixed(2)} s; per request: service ${perRequestUs(service)} µs, PostgreSQL ${perRequestUs(postgres)} µs`,

@@ -28,6 +28,8 @@ export interface Cluster {
   stop(): Promise<void>;
   /** stop(), synchronously: for a process about to exit, which cannot wait for a promise. */
   stopNow(): void;
+  /** The running server's processes: the postmaster first, then its backends and workers. */
+  serverPids(): number[];
 }
 
 /** The folder holding initdb and pg_ctl: PG_BIN, else the highest /usr/lib/postgresql/<v>/bin, else PATH. */
@@ -154,7 +156,16 @@ export async function startCluster({ durable = false }: ClusterOptions = {}): Pr
           const resumed = await start();
           if (!resumed.ok) throw new Error(`pg_ctl start failed: ${lastLine(resumed.output)}`);
         };
-        return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dir, halt, resume, stop, stopNow };
+        return {
+          url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+          port,
+          dir,
+          halt,
+          resume,
+          stop,
+          stopNow,
+          serverPids: () => serverPids(data),
+        };
       }
       const serverLog = existsSync(log) ? readFileSync(log, "utf8") : "";
       if (!/could not bind/.test(serverLog) || attempt === PORT_ATTEMPTS) {
@@ -167,12 +178,27 @@ export async function startCluster({ durable = false }: ClusterOptions = {}): Pr
   }
 }
 
+/** The postmaster's pid from its pid file, or undefined when the server is not running. */
+function postmasterPid(data: string): number | undefined {
+  const pidFile = join(data, "postmaster.pid");
+  if (!existsSync(pidFile)) return undefined;
+  const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+function serverPids(data: string): number[] {
+  const postmaster = postmasterPid(data);
+  if (postmaster === undefined) return [];
+  const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
+    .stdout.toString()
+    .split("\n");
+  return [postmaster, ...children.filter((line) => line.trim() !== "").map(Number)];
+}
+
 /** Last resort when pg_ctl could not stop the server: its backends exit once the postmaster is gone. */
 function killPostmaster(data: string): void {
-  const pidFile = join(data, "postmaster.pid");
-  if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return;
+  const pid = postmasterPid(data);
+  if (pid === undefined) return;
   try {
     process.kill(pid, "SIGKILL");
   } catch {

@@ -77,11 +77,12 @@ export function createApp({ stores, config, clock = Date.now, log = logToStderr,
     health.noteFault(detail)
       ? log(DAMAGED_LOG_MESSAGE, faultDetail(detail), request)
       : log(message, faultDetail(detail), request);
+  const answerFault = faultResponder({ log, health });
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
-    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), log, health }))
+    .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
     .onRequest(({ request }) => {
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
@@ -106,7 +107,7 @@ export function createApp({ stores, config, clock = Date.now, log = logToStderr,
         notes: ops.notes,
         metrics: ops.metrics,
         log: storeFaultLog,
-        answerFault: faultResponder({ log, health }),
+        answerFault,
       }),
     );
   routeTable.routes = app.routes;

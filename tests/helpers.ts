@@ -3,7 +3,7 @@ import { expect } from "bun:test";
 import { SQL } from "bun";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { connect, migrate } from "../src/db/postgres/client";
-import { createPostgresStores } from "../src/db/postgres/stores";
+import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
 import type { Stores } from "../src/db/stores";
@@ -84,12 +84,7 @@ export async function freshStores(options: {
     const target = postgresTarget(await freshPostgresDatabase());
     if (options.statementTimeoutMs !== undefined) target.statementTimeoutMs = options.statementTimeoutMs;
     const { client, db } = connect(target);
-    const stores = createPostgresStores(client, db, {
-      ...options,
-      maxInFlight: options.maxQueued,
-      deadlineMs: target.connectTimeoutMs + target.statementTimeoutMs,
-      poolSize: target.poolSize,
-    });
+    const stores = createPostgresStores(client, db, { ...options, ...guardOf(target), maxInFlight: options.maxQueued });
     openedStores.add(stores);
     return {
       stores,

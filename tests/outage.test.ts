@@ -4,8 +4,6 @@
  * server stopped (connections refused) or frozen (SIGSTOP: connections open, nothing answers).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
 import { onPostgres } from "./helpers";
 import { HANG_MS, statusOf, storedIds, until, type WriteLoad, writeLoad } from "./load";
@@ -51,26 +49,21 @@ async function stopAll({ servers }: Instances) {
   expect(codes).toEqual(servers.map(() => 0));
 }
 
-/** The postmaster and its children: SIGSTOP on all of them freezes the server with sockets open. */
-function serverPids(): number[] {
-  const postmaster = Number(readFileSync(join(cluster.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
-  const children = Bun.spawnSync(["pgrep", "-P", String(postmaster)])
-    .stdout.toString()
-    .trim()
-    .split("\n");
-  return [postmaster, ...children.filter((line) => line !== "").map(Number)];
+/** Polls an instance's /readyz until it answers `status` or `ms` pass, and expects that answer. */
+async function expectReadiness(server: RunningServer, status: number, ms: number) {
+  expect(
+    await until(
+      ms,
+      () => statusOf(`${server.url}/readyz`),
+      (s) => s === status,
+    ),
+  ).toBe(status);
 }
 
 async function expectOutageAnswers(instances: Instances, what: RegExp) {
   for (const server of instances.servers) {
     // Readiness turns 503 within seconds: the load balancer stops sending traffic.
-    expect(
-      await until(
-        5_000,
-        () => statusOf(`${server.url}/readyz`),
-        (s) => s === 503,
-      ),
-    ).toBe(503);
+    await expectReadiness(server, 503, 5_000);
     // Liveness stays 200: nothing is wrong with the process, so nobody restarts it.
     expect(await statusOf(`${server.url}/healthz`)).toBe(200);
     const began = performance.now();
@@ -88,13 +81,7 @@ async function expectOutageAnswers(instances: Instances, what: RegExp) {
 
 async function expectRecovered(instances: Instances, load: WriteLoad) {
   for (const server of instances.servers) {
-    expect(
-      await until(
-        15_000,
-        () => statusOf(`${server.url}/readyz`),
-        (s) => s === 200,
-      ),
-    ).toBe(200);
+    await expectReadiness(server, 200, 15_000);
   }
   // Writes go through again on every instance, without a restart.
   const before = load.acknowledged.length;
@@ -151,7 +138,7 @@ describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () =
       async () => load.acknowledged.length,
       (n) => n >= 100,
     );
-    const pids = serverPids();
+    const pids = cluster.serverPids();
     for (const pid of pids) process.kill(pid, "SIGSTOP");
     try {
       await expectOutageAnswers(instances, /did not answer in time/);

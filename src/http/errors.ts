@@ -110,9 +110,7 @@ export function storeFailureResponse(kind: StoreFailureKind): Response {
   return errorResponse(status, message, retryAfter ? { "retry-after": retryAfter } : {});
 }
 
-export interface ErrorHandlerOptions {
-  /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
-  allowedMethods(path: string): string[];
+export interface FaultResponderOptions {
   log(message: string, detail: unknown, request?: Request): void;
   /** Told of every unexpected fault: damage to the database turns readiness off. */
   health: StoreHealth;
@@ -124,7 +122,7 @@ export interface ErrorHandlerOptions {
  * logged. The error handler below answers with it, and so does a route whose handler Elysia
  * compiles as synchronous, for the promise it returns: Elysia does not catch that rejection.
  */
-export function faultResponder({ log, health }: Pick<ErrorHandlerOptions, "log" | "health">) {
+export function faultResponder({ log, health }: FaultResponderOptions) {
   return (error: unknown, request?: Request): Response => {
     if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers);
     const storeFailure = storeFailureKind(error);
@@ -146,9 +144,15 @@ export function faultResponder({ log, health }: Pick<ErrorHandlerOptions, "log" 
 
 export type FaultResponder = ReturnType<typeof faultResponder>;
 
+export interface ErrorHandlerOptions {
+  /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
+  allowedMethods(path: string): string[];
+  /** What a fault that is not the framework's own becomes (the same one the list route uses). */
+  answerFault: FaultResponder;
+}
+
 /** The one place where every failure becomes the Error body. */
-export function errorHandler({ allowedMethods, log, health }: ErrorHandlerOptions) {
-  const answerFault = faultResponder({ log, health });
+export function errorHandler({ allowedMethods, answerFault }: ErrorHandlerOptions) {
   return new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, request }) => {
     // Elysia wraps whatever a parse hook throws in a ParseError.
     const cause = code === "PARSE" ? (error as Error).cause : error;

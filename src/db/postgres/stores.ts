@@ -13,10 +13,7 @@ import { createPostgresTokenStore } from "./tokens";
 export interface PostgresStoreOptions {
   clock?: Clock;
   log: FaultLog;
-  /**
-   * How long a store call may take before its request is answered 503 (src/db/postgres/deadline.ts):
-   * by default the connect timeout plus the statement timeout, the longest a healthy server takes.
-   */
+  /** How long a store call may take before its request is answered 503 (deadline.ts; see guardOf). */
   deadlineMs?: number;
   /** The pool's size: that many overdue calls make new ones fail at once. */
   poolSize?: number;
@@ -79,6 +76,15 @@ export function createPostgresStores(
   };
 }
 
+/**
+ * What a target's settings mean for its stores' guard: a call may take as long as a healthy
+ * server could (a new connection, then the longest statement), and the pool's size of them
+ * may be overdue before new calls fail at once.
+ */
+export function guardOf(target: PostgresTarget): Pick<PostgresStoreOptions, "deadlineMs" | "poolSize"> {
+  return { deadlineMs: target.connectTimeoutMs + target.statementTimeoutMs, poolSize: target.poolSize };
+}
+
 /** Connects, migrates under the advisory lock, and builds the stores. */
 export async function openPostgresStores(target: PostgresTarget, options: PostgresStoreOptions): Promise<Stores> {
   const { client, db } = connect(target);
@@ -88,9 +94,5 @@ export async function openPostgresStores(target: PostgresTarget, options: Postgr
     await client.close({ timeout: 1 }).catch(() => {});
     throw error;
   }
-  return createPostgresStores(client, db, {
-    deadlineMs: target.connectTimeoutMs + target.statementTimeoutMs,
-    poolSize: target.poolSize,
-    ...options,
-  });
+  return createPostgresStores(client, db, { ...guardOf(target), ...options });
 }
