@@ -1,0 +1,45 @@
+/** How an attempt fails: its deadline, and the one line an attempt log or an API 400 shows. */
+
+const ERROR_LENGTH_LIMIT = 300;
+
+export class TimedOut extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+  }
+}
+
+/** Settles with `promise`, or rejects with the signal's reason when it fires first. */
+export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    if (signal.aborted) return abort();
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
+
+/** A signal aborted with TimedOut after `ms`; cancel() once done so no timer outlives the work. */
+export function deadlineOf(ms: number): { signal: AbortSignal; cancel: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new TimedOut(ms)), ms);
+  return { signal: controller.signal, cancel: () => clearTimeout(timer) };
+}
+
+const PLAIN_REASONS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset by the receiver",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ENOTFOUND: "no such host",
+};
+
+/** One line for the attempt log: a known socket code in words, otherwise the message (and code). */
+export function reasonOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && PLAIN_REASONS[code]) return PLAIN_REASONS[code];
+  const message = error instanceof Error ? error.message : String(error);
+  const line = (typeof code === "string" && !message.includes(code) ? `${message} (${code})` : message)
+    .replace(/\s+/g, " ")
+    .trim();
+  return line.length > ERROR_LENGTH_LIMIT ? `${line.slice(0, ERROR_LENGTH_LIMIT - 1)}…` : line;
+}

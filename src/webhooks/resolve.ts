@@ -1,0 +1,63 @@
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
+import { isPublicAddress } from "./address";
+import { deadlineOf, raceSignal, reasonOf } from "./failure";
+
+/** Where a webhook may be sent: the receiver's host resolved once and held to the public-address rule. */
+
+export interface Target {
+  address: string;
+  family: 4 | 6;
+}
+export type Resolver = (hostname: string) => Promise<Target[]>;
+
+const RESOLVE_TIMEOUT_MS = 5_000;
+
+/** The system resolver; getaddrinfo cannot be cancelled, so a hung lookup is only stopped waiting for. */
+export function systemResolverWithin(timeoutMs: number): Resolver {
+  return async (hostname) => {
+    const deadline = deadlineOf(timeoutMs);
+    try {
+      const found = await raceSignal(lookup(hostname, { all: true, verbatim: true }), deadline.signal);
+      return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
+    } finally {
+      deadline.cancel();
+    }
+  };
+}
+
+export const systemResolver: Resolver = systemResolverWithin(RESOLVE_TIMEOUT_MS);
+
+/** A receiver address the webhook rules refuse; the message suits an API 400 and an attempt log. */
+export class AddressRefused extends Error {
+  override name = "AddressRefused";
+}
+
+const notPublic = (address: string) => `${address}, which is not a public address`;
+
+/**
+ * The address to connect to for `url`'s host. Every address a name resolves to must be public,
+ * not just the first: the connection uses one, but a rule that looks at one can be steered.
+ */
+export async function checkedAddress(url: URL, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<Target> {
+  const host = bare(url.hostname);
+  const literal = isIP(host);
+  if (literal !== 0) {
+    if (!opts.allowPrivate && !isPublicAddress(host)) throw new AddressRefused(`url: ${notPublic(host)}`);
+    return { address: host, family: literal === 6 ? 6 : 4 };
+  }
+  let found: Target[];
+  try {
+    found = await (opts.resolve ?? systemResolver)(host);
+  } catch (error) {
+    throw new AddressRefused(`url: ${host} does not resolve (${reasonOf(error)})`);
+  }
+  const [first] = found;
+  if (first === undefined) throw new AddressRefused(`url: ${host} does not resolve (no addresses)`);
+  const refused = opts.allowPrivate ? undefined : found.find(({ address }) => !isPublicAddress(address));
+  if (refused) throw new AddressRefused(`url: ${host} resolves to ${notPublic(refused.address)}`);
+  return first;
+}
+
+/** URL.hostname keeps an IPv6 literal's brackets; sockets and address rules want it without. */
+export const bare = (hostname: string) => (hostname.startsWith("[") ? hostname.slice(1, -1) : hostname);

@@ -1,0 +1,158 @@
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import { deadlineOf, raceSignal, reasonOf } from "./failure";
+import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
+
+export {
+  AddressRefused,
+  checkedAddress,
+  type Resolver,
+  systemResolver,
+  systemResolverWithin,
+  type Target,
+} from "./resolve";
+
+/** One webhook delivery attempt: the receiver's address checked, pinned, and POSTed to once. */
+
+const ATTEMPT_TIMEOUT_MS = 10_000;
+/** A receiver's answer is only its status; reading a little of the body lets it finish writing. */
+const BODY_READ_LIMIT = 64 * 1024;
+const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000;
+
+/** Always answers the checked address, so the socket cannot reach anything a fresh lookup would say. */
+function pinnedTo(target: Target): LookupFunction {
+  return (_hostname, options, callback) => {
+    if (options.all) callback(null, [target]);
+    else callback(null, target.address, target.family);
+  };
+}
+
+/** Retry-After as delta-seconds or an HTTP-date (all three RFC 9110 forms start with a day name). */
+export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  let ms: number;
+  if (/^\d+$/.test(text)) ms = Number(text) * 1000;
+  else if (/^[A-Za-z]{3,9},? /.test(text) && Number.isFinite(Date.parse(text)))
+    ms = Math.max(0, Date.parse(text) - now);
+  else return undefined;
+  return Math.min(ms, RETRY_AFTER_CAP_MS);
+}
+
+export interface AttemptResult {
+  status?: number;
+  durationMs: number;
+  error?: string;
+  retryAfterMs?: number;
+}
+
+export interface AttemptInput {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  timeoutMs?: number;
+  allowPrivate: boolean;
+  resolve?: Resolver;
+  /** An extra trusted CA (tests' self-signed receivers). */
+  ca?: string | Buffer;
+}
+
+interface Answer {
+  status: number;
+  retryAfter?: string;
+}
+
+/** One attempt; never throws. The whole attempt, DNS included, is bounded by timeoutMs. */
+export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
+  const started = performance.now();
+  const timeoutMs = input.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
+  const deadline = deadlineOf(timeoutMs);
+  const durationMs = () => Math.round(performance.now() - started);
+  try {
+    const url = parse(input.url);
+    const target = await raceSignal(checkedAddress(url, input), deadline.signal);
+    const answer = await exchange(url, target, input, deadline.signal);
+    const retry = retryAfterMs(answer.retryAfter);
+    return { status: answer.status, durationMs: durationMs(), ...(retry === undefined ? {} : { retryAfterMs: retry }) };
+  } catch (error) {
+    return { durationMs: durationMs(), error: reasonOf(error) };
+  } finally {
+    deadline.cancel();
+  }
+}
+
+function parse(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error("url: not an absolute URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("url: the scheme must be http or https");
+  return url;
+}
+
+/**
+ * POSTs to the pinned address; no redirect is followed (node:http never does). `agent: false`
+ * gives every attempt its own connection: a pooled socket is keyed by host and port, not by the
+ * address this attempt checked, and attempts to one receiver are minutes apart anyway.
+ */
+function exchange(url: URL, target: Target, input: AttemptInput, deadline: AbortSignal): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.headers)) {
+    if (!/^(host|content-length|transfer-encoding)$/i.test(name)) headers[name] = value;
+  }
+  headers.host = url.host;
+  headers["content-length"] = String(Buffer.byteLength(input.body));
+  const secure = url.protocol === "https:";
+  return new Promise((resolve, reject) => {
+    const request = (secure ? https : http).request({
+      host: bare(url.hostname),
+      port: Number(url.port) || (secure ? 443 : 80),
+      path: `${url.pathname}${url.search}`,
+      method: "POST",
+      headers,
+      agent: false,
+      lookup: pinnedTo(target),
+      ...(secure && input.ca !== undefined ? { ca: input.ca } : {}),
+    });
+    let answer: Answer | undefined;
+    const settle = (error?: unknown) => {
+      deadline.removeEventListener("abort", onDeadline);
+      request.destroy();
+      if (answer) resolve(answer);
+      else reject(error);
+    };
+    // Once the status is in, running out of time while reading the body still counts as an answer.
+    const onDeadline = () => settle(deadline.reason);
+    if (deadline.aborted) return onDeadline();
+    deadline.addEventListener("abort", onDeadline, { once: true });
+    request.on("error", settle);
+    request.on("response", (response: IncomingMessage) => {
+      const retryAfter = response.headers["retry-after"];
+      answer = { status: response.statusCode ?? 0, ...(retryAfter === undefined ? {} : { retryAfter }) };
+      drain(response, () => settle());
+    });
+    request.end(input.body);
+  });
+}
+
+/** Reads and discards the body up to BODY_READ_LIMIT, then calls `done` once. */
+function drain(response: IncomingMessage, done: () => void) {
+  let read = 0;
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    response.destroy();
+    done();
+  };
+  response.on("data", (chunk: Buffer) => {
+    read += chunk.length;
+    if (read >= BODY_READ_LIMIT) finish();
+  });
+  response.on("end", finish);
+  response.on("close", finish);
+  response.on("error", finish);
+}
