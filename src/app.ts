@@ -12,6 +12,8 @@ import { createMetrics, type Metrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
 import { plantRoutes } from "./plants/routes";
+import { webhookRoutes } from "./webhooks/routes";
+import type { Resolver } from "./webhooks/send";
 
 export type AppConfig = Pick<
   Config,
@@ -21,6 +23,7 @@ export type AppConfig = Pick<
   | "authFailuresPerMinute"
   | "corsOrigins"
   | "swaggerPersistAuthorization"
+  | "webhookAllowPrivate"
 >;
 
 /** Where faults go; `request`, when given, ties the line to that request's id. */
@@ -39,6 +42,10 @@ export interface AppDeps {
   clock?: Clock;
   log?: FaultLog;
   ops?: AppOps;
+  /** Told after each created plant: the webhook dispatcher looks for the new deliveries at once. */
+  onPlantCreated?: () => void;
+  /** How webhook hosts are resolved at registration (tests); the system's resolver otherwise. */
+  resolveWebhookHost?: Resolver;
 }
 
 /** Request notes, metrics on these stores, and a lifecycle that starts out ready. */
@@ -64,7 +71,15 @@ function refuseEarly(request: Request): Response | undefined {
 const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
-export function createApp({ stores, config, clock = Date.now, log = logToStderr, ops = createOps(stores) }: AppDeps) {
+export function createApp({
+  stores,
+  config,
+  clock = Date.now,
+  log = logToStderr,
+  ops = createOps(stores),
+  onPlantCreated,
+  resolveWebhookHost,
+}: AppDeps) {
   const { plants, tokens, status } = stores;
   const limits = {
     perToken: stores.requestLimiter(config.rateLimitPerMinute, clock),
@@ -105,9 +120,30 @@ export function createApp({ stores, config, clock = Date.now, log = logToStderr,
         limits,
         body,
         notes: ops.notes,
-        metrics: ops.metrics,
+        metrics: onPlantCreated
+          ? {
+              plantCreated() {
+                ops.metrics.plantCreated();
+                onPlantCreated();
+              },
+              plantDeleted: ops.metrics.plantDeleted,
+            }
+          : ops.metrics,
         log: storeFaultLog,
         answerFault,
+      }),
+    )
+    .use(
+      webhookRoutes({
+        webhooks: stores.webhooks,
+        tokens,
+        synchronousReads: stores.synchronousReads,
+        limits,
+        body,
+        notes: ops.notes,
+        log: storeFaultLog,
+        allowPrivate: config.webhookAllowPrivate,
+        resolve: resolveWebhookHost,
       }),
     );
   routeTable.routes = app.routes;

@@ -56,6 +56,10 @@ export interface Config {
   metricsToken: string | undefined;
   /** Whether Swagger UI keeps the token in localStorage, past the tab's life. */
   swaggerPersistAuthorization: boolean;
+  /** Lifts the public-address rule for webhook URLs (development and tests only). */
+  webhookAllowPrivate: boolean;
+  /** The waits before each retry of a failed delivery; past the last one it is failed. */
+  webhookRetryDelaysMs: number[];
 }
 
 /** Thrown for any invalid setting; its message is the one line printed at start-up. */
@@ -151,6 +155,23 @@ function databaseFrom(env: Env): DatabaseTarget {
   };
 }
 
+/** Standard Webhooks' suggested schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+/** A week: a retry planned further out is surely a typo. */
+const MAX_RETRY_DELAY_MS = 7 * 24 * 3_600_000;
+
+function retryDelays(raw: string | undefined): number[] {
+  const text = raw?.trim();
+  if (text === undefined || text === "") return DEFAULT_RETRY_DELAYS_MS;
+  const parts = text.split(",").map((part) => part.trim());
+  if (parts.length > 50 || parts.some((part) => !/^[0-9]+$/.test(part) || Number(part) > MAX_RETRY_DELAY_MS)) {
+    throw new ConfigError(
+      `WEBHOOK_RETRY_DELAYS must be up to 50 comma-separated delays in milliseconds, each at most ${MAX_RETRY_DELAY_MS} (e.g. 5000,300000)`,
+    );
+  }
+  return parts.map(Number);
+}
+
 function originList(raw: string | undefined): string[] {
   const origins = (raw ?? "")
     .split(",")
@@ -200,6 +221,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: metricsToken(env),
     swaggerPersistAuthorization:
       choiceSetting(env, "SWAGGER_PERSIST_AUTHORIZATION", ["true", "false"], "false") === "true",
+    webhookAllowPrivate: choiceSetting(env, "WEBHOOK_ALLOW_PRIVATE", ["true", "false"], "false") === "true",
+    webhookRetryDelaysMs: retryDelays(env.WEBHOOK_RETRY_DELAYS),
   };
 }
 

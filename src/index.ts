@@ -7,6 +7,7 @@ import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
 import type { RequestNotes } from "./ops/request-id";
 import { serve } from "./server";
+import { createDispatcher } from "./webhooks/dispatcher";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
 function fail(message: string): never {
@@ -42,7 +43,14 @@ const ops = createOps(stores, notes);
 ops.lifecycle.state = "starting";
 const lifecycle = lifecycleLogger(logger);
 
-const app = createApp({ stores, config, log, ops });
+const dispatcher = createDispatcher({
+  store: stores.webhooks,
+  retryDelaysMs: config.webhookRetryDelaysMs,
+  allowPrivate: config.webhookAllowPrivate,
+  log,
+  metrics: ops.metrics,
+});
+const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake });
 let running: ReturnType<typeof serve>;
 try {
   running = serve(app, { ...config, log, access, ops });
@@ -70,6 +78,8 @@ async function shutdown(signal: string) {
   const cutOff = await running.drain(config.shutdownTimeoutMs);
   if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
   await metricsServer?.stop(true);
+  // Attempts in flight are recorded if they end in time; any other is made again after its lease.
+  await dispatcher.stop(config.shutdownTimeoutMs);
   await stores.close();
   lifecycle.info("Stopped cleanly.");
   await flush();
@@ -85,6 +95,8 @@ if (issued) {
   console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${running.server.port}/plants`);
 }
 ops.lifecycle.state = "ready";
+// Deliveries left pending by the last run (a crash after the 200s included) go out now.
+dispatcher.start();
 // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
 const url = `http://${config.host}:${running.server.port}`;
 const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;

@@ -26,6 +26,12 @@ const OPERATIONS = [
   ["GET", "/plants"],
   ["GET", "/plants/{id}"],
   ["DELETE", "/plants/{id}"],
+  ["POST", "/webhooks"],
+  ["GET", "/webhooks"],
+  ["DELETE", "/webhooks/{id}"],
+  ["GET", "/webhooks/{id}/deliveries"],
+  // The document's `webhooks` section: what an endpoint receives.
+  ["POST", "/plant/webhook"],
 ] as const;
 
 /*
@@ -65,7 +71,7 @@ const storedByPage = (page: Page) =>
 const authorizedSchemes = (page: Page) =>
   page.evaluate<string[]>("Object.keys(window.ui.authSelectors.authorized().toJS())");
 
-/** Opens Swagger UI and waits until it shows all four operations. */
+/** Opens Swagger UI and waits until it shows every operation and the webhook. */
 async function openSwagger(page: Page, serverUrl: string, path = "/swagger") {
   const response = await page.goto(`${serverUrl}${path}`);
   for (const [method, path] of OPERATIONS) await operation(page, method, path).waitFor();
@@ -107,7 +113,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe("Swagger UI in a headless browser, offline", () => {
-  test("renders the four operations and the paging parameters, authorizes with a token and executes GET /plants", async () => {
+  test("renders the plant and webhook operations, the webhook itself and the paging parameters, authorizes with a token and executes GET /plants", async () => {
     if (!server || !browser) throw new Error("set-up failed");
     const token = tokenOf(server);
     expect(token).toBeDefined();

@@ -24,7 +24,20 @@ describe("configuration", () => {
       metricsHost: "127.0.0.1",
       metricsToken: undefined,
       swaggerPersistAuthorization: false,
+      webhookAllowPrivate: false,
+      webhookRetryDelaysMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     });
+  });
+
+  test("WEBHOOK_RETRY_DELAYS takes comma-separated milliseconds and refuses anything else", () => {
+    expect(loadConfig({ WEBHOOK_RETRY_DELAYS: " 50, 0,1000 " }).webhookRetryDelaysMs).toEqual([50, 0, 1000]);
+    for (const bad of ["5s", "1,,2", "-1", "1.5", `${8 * 24 * 3_600_000}`, Array(51).fill("1").join(",")]) {
+      expect(() => loadConfig({ WEBHOOK_RETRY_DELAYS: bad })).toThrow(/WEBHOOK_RETRY_DELAYS must be/);
+    }
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE: "true" }).webhookAllowPrivate).toBe(true);
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: "yes" })).toThrow(
+      /WEBHOOK_ALLOW_PRIVATE must be one of true, false/,
+    );
   });
 
   test("RATE_LIMIT_PER_MINUTE=0 turns off the limit on failed authentications too", () => {

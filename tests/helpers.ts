@@ -7,6 +7,7 @@ import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
 import type { Stores } from "../src/db/stores";
+import type { Resolver } from "../src/webhooks/send";
 
 export const BASE = "http://localhost";
 
@@ -108,6 +109,8 @@ export async function makeTestApp(
   options: Partial<AppConfig & { maxInFlight: number; writeLockTimeoutMs: number; statementTimeoutMs: number }> & {
     now?: () => number;
     logWith?: (ops: AppOps) => FaultLog;
+    onPlantCreated?: () => void;
+    resolveWebhookHost?: Resolver;
   } = {},
 ) {
   const logged: Array<{ message: string; detail: unknown }> = [];
@@ -131,7 +134,10 @@ export async function makeTestApp(
       authFailuresPerMinute: options.authFailuresPerMinute ?? 0,
       corsOrigins: options.corsOrigins ?? [],
       swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
+      webhookAllowPrivate: options.webhookAllowPrivate ?? false,
     },
+    onPlantCreated: options.onPlantCreated,
+    resolveWebhookHost: options.resolveWebhookHost,
     clock,
     log: (message, detail, request) => log(message, detail, request),
     ops,

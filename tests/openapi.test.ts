@@ -100,7 +100,62 @@ describe("OpenAPI document at /swagger/json", () => {
 
   test("documents only the API: the Swagger routes themselves are hidden", async () => {
     const { document } = await fetchDocument();
-    expect(Object.keys(document.paths).sort()).toEqual(["/plants", "/plants/{id}"]);
+    expect(Object.keys(document.paths).sort()).toEqual([
+      "/plants",
+      "/plants/{id}",
+      "/webhooks",
+      "/webhooks/{id}",
+      "/webhooks/{id}/deliveries",
+    ]);
+  });
+
+  test("declares the interface's /plant/webhook with the NewPlant body and the three signing headers", async () => {
+    const { document } = await fetchDocument();
+    const webhook = (document as unknown as { webhooks: Record<string, Record<string, Operation>> }).webhooks[
+      "/plant/webhook"
+    ]?.post;
+    if (!webhook) throw new Error("webhooks./plant/webhook.post is missing");
+    expect(webhook.requestBody.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/NewPlant" });
+    expect(webhook.parameters).toEqual(
+      ["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) =>
+        expect.objectContaining({ in: "header", name, required: true }),
+      ),
+    );
+  });
+
+  test("documents the webhook routes with their statuses and models", async () => {
+    const { document } = await fetchDocument();
+    const statuses = (op: Operation) => Object.keys(op.responses).sort();
+    const register = operation(document, "/webhooks", "post");
+    expect(statuses(register)).toEqual(["201", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
+    expect(register.requestBody.content["application/json"]?.schema).toEqual({
+      $ref: "#/components/schemas/NewWebhook",
+    });
+    expect(statuses(operation(document, "/webhooks", "get"))).toEqual(["200", "401", "429", "500", "503"]);
+    expect(statuses(operation(document, "/webhooks/{id}", "delete"))).toEqual([
+      "204",
+      "400",
+      "401",
+      "404",
+      "429",
+      "500",
+      "503",
+      "507",
+    ]);
+    const log = operation(document, "/webhooks/{id}/deliveries", "get");
+    expect(statuses(log)).toEqual(["200", "400", "401", "404", "429", "500", "503"]);
+    expect(log.parameters.map((p) => (p as { name: string }).name).sort()).toEqual(["after", "id", "limit"]);
+    const { RegisteredWebhook, Webhook, Delivery } = document.components.schemas;
+    expect(Object.keys(RegisteredWebhook?.properties ?? {}).sort()).toEqual(["id", "secret", "url"]);
+    expect(Object.keys(Webhook?.properties ?? {}).sort()).toEqual(["createdAt", "disabled", "id", "url"]);
+    expect(Object.keys(Delivery?.properties ?? {}).sort()).toEqual([
+      "attempts",
+      "createdAt",
+      "id",
+      "lastStatus",
+      "nextAttemptAt",
+      "status",
+    ]);
   });
 });
 

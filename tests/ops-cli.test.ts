@@ -79,7 +79,7 @@ describe.if(onSqlite)("bun run cli backup <file>", () => {
     expect(lines(stdout)).toEqual([
       `Backup written to ${copy}`,
       `Size: ${size} bytes`,
-      "Rows: plants 502, tokens 2, users 2",
+      "Rows: plants 502, tokens 2, users 2, webhook_attempts 0, webhook_deliveries 0, webhooks 0",
     ]);
     expect(allRows(copy)).toEqual(allRows(live));
     // One self-contained file: nothing beside it, not even the temporary name it was written under.
@@ -222,9 +222,18 @@ describe.if(onSqlite)("bun run db:migrate", () => {
     expect(first.stderr).toBe("");
     expect(first.code).toBe(0);
     expect(lines(first.stdout)).toEqual([
-      `Applied 3 migrations to ${path}: 0000_init, 0001_plants_tag_index, 0002_plants_tag_index_covering`,
+      `Applied 4 migrations to ${path}: 0000_init, 0001_plants_tag_index, 0002_plants_tag_index_covering, 0003_webhooks`,
     ]);
-    expect(tableNames(path)).toEqual(["__drizzle_migrations", "plants", "sqlite_sequence", "tokens", "users"]);
+    expect(tableNames(path)).toEqual([
+      "__drizzle_migrations",
+      "plants",
+      "sqlite_sequence",
+      "tokens",
+      "users",
+      "webhook_attempts",
+      "webhook_deliveries",
+      "webhooks",
+    ]);
 
     const second = await runScript("db:migrate", [], { DATABASE_URL: path });
     expect(second.code).toBe(0);

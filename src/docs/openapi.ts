@@ -81,6 +81,58 @@ function withoutSchemaIds(document: Document): Document {
   return { ...document, components: { ...document.components, schemas: cleaned } };
 }
 
+const header = (description: string, example: string) => ({
+  required: true,
+  description,
+  schema: { type: "string" },
+  example,
+});
+
+/**
+ * The interface's one webhook, as the original document declares it: what a registered
+ * endpoint receives for every plant its owner creates (src/webhooks).
+ */
+const PLANT_WEBHOOK = {
+  "/plant/webhook": {
+    post: {
+      summary: "A new plant was added to the store",
+      description:
+        "Sent to each of the owner's enabled endpoints (`POST /webhooks`) for every plant created (a 200 from " +
+        "`POST /plants`, never a 409), with the NewPlant exactly as stored, its id an exact 64-bit integer. " +
+        "Signed per Standard Webhooks: verify `webhook-signature` before trusting the body, and use `webhook-id` " +
+        "to ignore a repeat. A 2xx within 10 s is delivered; anything else (a redirect included) is retried " +
+        "after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, honouring Retry-After; 410 disables the endpoint.",
+      operationId: "plantCreated",
+      tags: ["webhooks"],
+      security: [],
+      parameters: [
+        { in: "header", name: "webhook-id", ...header("The delivery's id; the same on every retry", "msg_2b9c4d…") },
+        {
+          in: "header",
+          name: "webhook-timestamp",
+          ...header("Unix seconds when this attempt was made; refuse one far from your clock", "1614265330"),
+        },
+        {
+          in: "header",
+          name: "webhook-signature",
+          ...header(
+            'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded secret after "whsec_">',
+            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+          ),
+        },
+      ],
+      requestBody: {
+        description: "Information about a new plant added to the store",
+        required: true,
+        content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
+      },
+      responses: {
+        "200": { description: "Any 2xx: delivered. 410: stop sending to this endpoint. Anything else is retried." },
+      },
+    },
+  },
+};
+
 export interface ApiDocsOptions {
   /** Whether Swagger UI keeps the token in localStorage (SWAGGER_PERSIST_AUTHORIZATION). */
   persistAuthorization: boolean;
@@ -116,7 +168,11 @@ export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
         },
       },
       security: [{ bearerAuth: [] }],
-      tags: [{ name: "plants", description: "Your plants" }],
+      tags: [
+        { name: "plants", description: "Your plants" },
+        { name: "webhooks", description: "Endpoints told of every plant you create (the `plant.created` webhook)" },
+      ],
+      webhooks: PLANT_WEBHOOK,
     },
   });
   // The plugin serves its document at one path; /openapi.json (where most tools look first)

@@ -54,3 +54,59 @@ export const plants = pgTable(
       .where(sql`${table.tag} IS NOT NULL`),
   ],
 );
+
+/** As on SQLite (src/db/sqlite/schema.ts), where each table says what it is for. */
+export const webhooks = pgTable(
+  "webhooks",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => users.id),
+    url: text("url").notNull(),
+    secret: text("secret").notNull(),
+    createdAt: time("created_at").notNull(),
+    disabledAt: time("disabled_at"),
+  },
+  (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
+);
+
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    seq: bigint("seq", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    id: text("id").notNull().unique(),
+    webhookId: integer("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    payload: text("payload").notNull(),
+    status: text("status", { enum: ["pending", "delivered", "failed"] })
+      .notNull()
+      .default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    lastStatus: integer("last_status"),
+    createdAt: time("created_at").notNull(),
+    nextAttemptAt: time("next_attempt_at"),
+  },
+  (table) => [
+    index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
+    index("webhook_deliveries_due_idx").on(table.nextAttemptAt).where(sql`${table.nextAttemptAt} IS NOT NULL`),
+  ],
+);
+
+export const webhookAttempts = pgTable(
+  "webhook_attempts",
+  {
+    deliverySeq: bigint("delivery_seq", { mode: "number" })
+      .notNull()
+      .references(() => webhookDeliveries.seq, { onDelete: "cascade" }),
+    attempt: integer("attempt").notNull(),
+    at: time("at").notNull(),
+    statusCode: integer("status_code"),
+    durationMs: integer("duration_ms").notNull(),
+    error: text("error"),
+    outcome: text("outcome", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    retryInMs: integer("retry_in_ms"),
+  },
+  (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],
+);

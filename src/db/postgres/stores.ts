@@ -9,6 +9,7 @@ import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";
 import { createPostgresRateLimiter } from "./rate-limit";
 import { createPostgresTokenStore } from "./tokens";
+import { createPostgresWebhookStore } from "./webhooks";
 
 export interface PostgresStoreOptions {
   clock?: Clock;
@@ -49,6 +50,7 @@ export function createPostgresStores(
     synchronousReads: false,
     plants: withDeadline(createPostgresPlantStore(db), deadline),
     tokens: withDeadline(createPostgresTokenStore(db, clock), deadline),
+    webhooks: withDeadline(createPostgresWebhookStore(client, clock), deadline),
     status: {
       ping: () => client`SELECT 1`,
       // Failures come one request at a time (each gets its own 503) and readiness pings; the one

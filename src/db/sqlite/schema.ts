@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
@@ -59,6 +60,79 @@ export const plants = sqliteTable(
     primaryKey({ columns: [table.ownerId, table.id] }),
     index("plants_owner_tag_id_name_idx").on(table.ownerId, table.tag, table.id, table.name),
   ],
+);
+
+/**
+ * A user's webhook endpoints. The secret is kept as issued: the server reads it back to sign
+ * every delivery (README, "Webhook secrets").
+ */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => users.id),
+    url: text("url").notNull(),
+    secret: text("secret").notNull(),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+    /** Set when the endpoint answered 410: no more deliveries are made to it. */
+    disabledAt: integer("disabled_at", { mode: "timestamp_ms" }),
+  },
+  (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
+);
+
+/**
+ * The outbox: one row per created plant per enabled endpoint of its owner, written by a
+ * trigger on plants in the plant's own statement (drizzle/sqlite/0003). `next_attempt_at` is
+ * set exactly while the delivery is pending; a claimed one has it moved past the attempt.
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    /** The `webhook-id` header: the same on every attempt. */
+    id: text("id").notNull().unique(),
+    webhookId: integer("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    /** The exact body sent: the NewPlant as stored, its id an exact JSON integer. */
+    payload: text("payload").notNull(),
+    status: text("status", { enum: ["pending", "delivered", "failed"] })
+      .notNull()
+      .default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    lastStatus: integer("last_status"),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+    nextAttemptAt: integer("next_attempt_at", { mode: "timestamp_ms" }),
+  },
+  (table) => [
+    index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
+    index("webhook_deliveries_due_idx").on(table.nextAttemptAt).where(sql`${table.nextAttemptAt} IS NOT NULL`),
+  ],
+);
+
+/**
+ * Every attempt, as made. Inserting one applies it to its delivery (and a 410 to its
+ * endpoint) through a trigger, so recording stays one statement; a second record of the same
+ * attempt is ignored.
+ */
+export const webhookAttempts = sqliteTable(
+  "webhook_attempts",
+  {
+    deliverySeq: integer("delivery_seq")
+      .notNull()
+      .references(() => webhookDeliveries.seq, { onDelete: "cascade" }),
+    attempt: integer("attempt").notNull(),
+    at: integer("at", { mode: "timestamp_ms" }).notNull(),
+    statusCode: integer("status_code"),
+    durationMs: integer("duration_ms").notNull(),
+    error: text("error"),
+    /** What the delivery becomes: "pending" again (retried after retry_in_ms), "delivered" or "failed". */
+    outcome: text("outcome", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    retryInMs: integer("retry_in_ms"),
+  },
+  (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],
 );
 
 export type UserRow = typeof users.$inferSelect;

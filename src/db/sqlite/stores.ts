@@ -8,6 +8,7 @@ import { storeFigures } from "./figures";
 import { createGroupCommit } from "./group-commit";
 import { createSqlitePlantStore } from "./plants";
 import { createSqliteTokenStore } from "./tokens";
+import { createSqliteWebhookStore } from "./webhooks";
 
 export interface SqliteStoreOptions {
   /** Writes waiting for their commit past which new ones get 503 (MAX_IN_FLIGHT). */
@@ -39,6 +40,7 @@ export function createSqliteStores(
     synchronousReads: true,
     plants: createSqlitePlantStore(db, writes),
     tokens: createSqliteTokenStore(db, clock, writes),
+    webhooks: createSqliteWebhookStore(db, writes, clock),
     status: { ping: () => ping.get(), problem: writes.problem, figures: storeFigures(db) },
     requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
     async close() {

@@ -1,0 +1,229 @@
+import type { FaultLog } from "../app";
+import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../db/stores";
+import { faultDetail } from "../http/errors";
+import type { AttemptResult as MetricResult } from "../ops/metrics";
+import { type AttemptResult, type Resolver, sendAttempt } from "./send";
+import { signedHeaders } from "./signing";
+
+/** A receiver's answer must come within this (SPEC: "a 2xx answer within 10 s"). */
+export const ATTEMPT_TIMEOUT_MS = 10_000;
+/**
+ * How long a claimed delivery stays invisible to other claims: longer than an attempt can take
+ * (the address check's 5 s DNS bound plus the 10 s timeout), so each attempt is made once, and
+ * short enough that one cut off by a crash is due again well within SPEC's 30 s of a restart.
+ */
+export const LEASE_MS = 20_000;
+
+export interface DispatcherMetrics {
+  webhookAttempt(result: MetricResult, seconds: number): void;
+  setWebhooksPending(value: number): void;
+}
+
+export interface DispatcherOptions {
+  store: WebhookStore;
+  retryDelaysMs: readonly number[];
+  allowPrivate: boolean;
+  log: FaultLog;
+  metrics: DispatcherMetrics;
+  /** How often due deliveries are looked for when nothing wakes the dispatcher. */
+  pollMs?: number;
+  /** Attempts in flight at once; a hanging receiver holds one slot for at most the timeout. */
+  concurrency?: number;
+  timeoutMs?: number;
+  resolve?: Resolver;
+  clock?: () => number;
+  random?: () => number;
+}
+
+/** Wakes after a created plant come at most this often: a burst of creates costs one claim each 25 ms. */
+const WAKE_SPACING_MS = 25;
+/** The pending gauge is read from the database at most this often. */
+const PENDING_EVERY_MS = 5_000;
+
+/** The wait before retry `n` (1-based): the configured delay ±10 %, and never less than Retry-After asked. */
+export function retryDelay(
+  delays: readonly number[],
+  attempt: number,
+  retryAfterMs: number | undefined,
+  random: () => number,
+): number | undefined {
+  const base = delays[attempt - 1];
+  if (base === undefined) return undefined;
+  const jittered = Math.round(base * (0.9 + 0.2 * random()));
+  return Math.max(jittered, retryAfterMs ?? 0);
+}
+
+/** What one attempt's result makes of its delivery, and when it is tried next. */
+export function outcomeOf(
+  result: AttemptResult,
+  attempt: number,
+  delays: readonly number[],
+  random: () => number,
+): { outcome: DeliveryStatus; retryInMs: number | undefined } {
+  const status = result.status;
+  if (status !== undefined && status >= 200 && status < 300) return { outcome: "delivered", retryInMs: undefined };
+  // 410 Gone: the receiver asks for no more; the endpoint is disabled with it (the attempt trigger).
+  if (status === 410) return { outcome: "failed", retryInMs: undefined };
+  const retryInMs = retryDelay(delays, attempt, result.retryAfterMs, random);
+  return retryInMs === undefined ? { outcome: "failed", retryInMs } : { outcome: "pending", retryInMs };
+}
+
+/**
+ * Sends due deliveries in the background: claims a batch (a lease, so other instances skip
+ * it), makes each attempt with its own timeout, records it. Nothing here is on a request's
+ * path: a create only wakes it, and a slow or dead receiver holds only its own slot.
+ *
+ * Failures of the database are logged once per streak and retried at the next poll; an attempt
+ * whose record fails is made again when its lease ends (at-least-once).
+ */
+export function createDispatcher({
+  store,
+  retryDelaysMs,
+  allowPrivate,
+  log,
+  metrics,
+  pollMs = 1_000,
+  concurrency = 128,
+  timeoutMs = ATTEMPT_TIMEOUT_MS,
+  resolve,
+  clock = Date.now,
+  random = Math.random,
+}: DispatcherOptions) {
+  let inFlight = 0;
+  let running = false;
+  let again = false;
+  let stopped = true;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let lastTickAt = Number.NEGATIVE_INFINITY;
+  let pendingReadAt = Number.NEGATIVE_INFINITY;
+  let failing = false;
+  const idle: Array<() => void> = [];
+
+  function schedule(delayMs: number) {
+    if (stopped) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(tick, delayMs);
+  }
+
+  function noteFailure(what: string, error: unknown) {
+    if (stopped || failing) return;
+    failing = true;
+    log(`webhook dispatcher: ${what} failed; retrying at the next poll`, faultDetail(error));
+  }
+
+  async function attempt(delivery: ClaimedDelivery) {
+    const number = delivery.attempts + 1;
+    const at = clock();
+    const headers = signedHeaders(delivery.secret, delivery.id, Math.floor(at / 1000), delivery.payload);
+    const result = await sendAttempt({
+      url: delivery.url,
+      body: delivery.payload,
+      headers,
+      timeoutMs,
+      allowPrivate,
+      resolve,
+    });
+    const { outcome, retryInMs } = outcomeOf(result, number, retryDelaysMs, random);
+    try {
+      await store.recordAttempt({
+        deliverySeq: delivery.seq,
+        attempt: number,
+        at,
+        statusCode: result.status,
+        durationMs: result.durationMs,
+        error: result.error,
+        outcome,
+        retryInMs,
+      });
+      metrics.webhookAttempt(outcome === "pending" ? "retried" : outcome, result.durationMs / 1000);
+    } catch (error) {
+      noteFailure("recording an attempt", error);
+    }
+  }
+
+  async function refreshPending() {
+    if (clock() - pendingReadAt < PENDING_EVERY_MS) return;
+    pendingReadAt = clock();
+    metrics.setWebhooksPending(await store.pendingCount());
+  }
+
+  async function tick() {
+    timer = undefined;
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    lastTickAt = performance.now();
+    try {
+      while (!stopped && inFlight < concurrency) {
+        const room = concurrency - inFlight;
+        const batch = await store.claimDue(room, LEASE_MS);
+        failing = false;
+        for (const delivery of batch) {
+          inFlight++;
+          void attempt(delivery).finally(settled);
+        }
+        if (batch.length < room) break;
+      }
+      await refreshPending();
+    } catch (error) {
+      noteFailure("claiming due deliveries", error);
+    } finally {
+      running = false;
+      if (again) {
+        again = false;
+        wake();
+      } else schedule(pollMs);
+    }
+  }
+
+  function settled() {
+    inFlight--;
+    if (inFlight === 0) for (const done of idle.splice(0)) done();
+    // A full batch may have left due deliveries behind: a freed slot looks for them.
+    if (inFlight === concurrency - 1) wake();
+  }
+
+  /** Looks for due deliveries soon: a plant was created, or a slot came free. */
+  function wake() {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    schedule(Math.max(0, WAKE_SPACING_MS - (performance.now() - lastTickAt)));
+  }
+
+  return {
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      schedule(0);
+    },
+    wake,
+    /**
+     * Claims no more, and waits for the attempts in flight to be recorded, at most `graceMs`;
+     * one still in flight then is made again by whichever instance claims it after its lease.
+     */
+    async stop(graceMs = timeoutMs) {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (inFlight === 0) return;
+      let expire: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        new Promise<void>((done) => idle.push(done)),
+        new Promise<void>((done) => {
+          expire = setTimeout(done, graceMs);
+        }),
+      ]);
+      clearTimeout(expire);
+    },
+    /** Attempts in flight now (tests and shutdown). */
+    inFlight: () => inFlight,
+  };
+}
+
+export type Dispatcher = ReturnType<typeof createDispatcher>;

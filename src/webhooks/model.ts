@@ -1,0 +1,64 @@
+import { t } from "elysia";
+import { Int32Query, Text, withOwnMessage } from "../http/types";
+
+const time = (description: string) => t.String({ format: "date-time", description });
+
+export const webhookModels = {
+  NewWebhook: withOwnMessage(
+    t.Object({
+      url: Text({
+        minLength: 1,
+        maxLength: 2048,
+        description: "An absolute http or https URL without credentials, whose host resolves only to public addresses",
+      }),
+    }),
+  ),
+  RegisteredWebhook: t.Object({
+    id: t.Integer(),
+    url: t.String(),
+    secret: t.String({
+      description:
+        "whsec_ followed by the base64 of 32 random bytes: the key of every delivery's webhook-signature. Shown only here.",
+    }),
+  }),
+  Webhook: t.Object({
+    id: t.Integer(),
+    url: t.String(),
+    createdAt: time("When it was registered, ISO 8601 in UTC"),
+    disabled: t.Boolean({ description: "True once the endpoint answered 410 Gone: nothing more is sent to it" }),
+  }),
+  Delivery: t.Object({
+    id: t.String({ description: "The delivery's webhook-id header (msg_…), the same on every attempt" }),
+    status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
+    attempts: t.Integer({ description: "Attempts made so far" }),
+    lastStatus: t.Union([t.Integer(), t.Null()], {
+      description: "The last attempt's HTTP status; null when none came",
+    }),
+    createdAt: time("When the plant was created"),
+    nextAttemptAt: t.Union([time("When it is tried next"), t.Null()], {
+      description: "When it is tried next; null once delivered or failed",
+    }),
+  }),
+};
+
+export const webhookIdParams = t.Object({
+  id: Int32Query({ description: "The id of one of your webhook endpoints", minimum: 1 }),
+});
+
+export const deliveriesQuery = t.Object({
+  limit: t.Optional(
+    Int32Query({
+      description:
+        "How many deliveries to return at most; all when absent. When more follow, the `Link` header names the next page.",
+    }),
+  ),
+  after: t.Optional(
+    Text({
+      minLength: 1,
+      maxLength: 64,
+      description: "Only deliveries created after this one: a delivery id (the `Link` header gives it)",
+    }),
+  ),
+});
+
+export type RegisteredWebhook = (typeof webhookModels.RegisteredWebhook)["static"];

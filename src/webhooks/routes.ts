@@ -1,0 +1,174 @@
+import { Elysia } from "elysia";
+import type { FaultLog } from "../app";
+import { type AuthLimits, bearerAuth } from "../auth/plugin";
+import type { TokenStore, WebhookStore } from "../db/stores";
+import { HttpError } from "../http/errors";
+import { type BodyLimits, jsonBody } from "../http/json-body";
+import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { checkQueryNames } from "../http/query-names";
+import type { RequestNotes } from "../ops/request-id";
+import { deliveriesAnswer } from "./deliveries-answer";
+import { deliveriesQuery, webhookIdParams, webhookModels } from "./model";
+import { AddressRefused, checkedAddress, type Resolver } from "./send";
+import { newSecret } from "./signing";
+
+/** SPEC: at most 10 endpoints per user. */
+export const MAX_ENDPOINTS = 10;
+const DELIVERIES_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after"]);
+
+export interface WebhookRoutesDeps {
+  webhooks: WebhookStore;
+  tokens: TokenStore;
+  synchronousReads: boolean;
+  limits: AuthLimits;
+  body: BodyLimits;
+  notes: RequestNotes;
+  log: FaultLog;
+  allowPrivate: boolean;
+  resolve?: Resolver;
+}
+
+/**
+ * The URL as stored, or a 400 naming the rule it breaks: absolute http(s), no credentials, and
+ * (unless WEBHOOK_ALLOW_PRIVATE) a host whose every address is public. The dispatcher checks
+ * the address again at each attempt: what a name resolves to can change.
+ */
+async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolver | undefined): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new HttpError(400, "url: must be an absolute http or https URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new HttpError(400, "url: must be an absolute http or https URL");
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new HttpError(400, "url: must not contain credentials (user:password@)");
+  }
+  try {
+    await checkedAddress(url, { allowPrivate, resolve });
+  } catch (error) {
+    if (error instanceof AddressRefused) throw new HttpError(400, error.message);
+    throw error;
+  }
+  return url.href;
+}
+
+/** A user's own webhook endpoints and their delivery logs; another user's are 404, as plants are. */
+export function webhookRoutes({
+  webhooks,
+  tokens,
+  synchronousReads,
+  limits,
+  body: bodyLimits,
+  notes,
+  log,
+  allowPrivate,
+  resolve,
+}: WebhookRoutesDeps) {
+  return new Elysia({ prefix: "/webhooks" })
+    .use(bearerAuth(tokens, limits, notes, synchronousReads))
+    .model({ ...webhookModels, ...errorModels })
+    .post(
+      "",
+      async ({ body, user, set }) => {
+        const url = await acceptedUrl(body.url, allowPrivate, resolve);
+        const endpoint = await webhooks.register(user.id, url, newSecret(), MAX_ENDPOINTS);
+        if (!endpoint) {
+          throw new HttpError(409, `url: you already have ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
+        }
+        set.status = 201;
+        return { id: endpoint.id, url: endpoint.url, secret: endpoint.secret };
+      },
+      {
+        ...jsonBody(bodyLimits),
+        body: "NewWebhook",
+        detail: {
+          summary: "Register a webhook endpoint",
+          description:
+            "Every plant you create from now on is sent to the URL as the `plant.created` webhook (see the " +
+            "document's `webhooks` section), signed with the secret returned here: store it, it is shown only once.",
+          operationId: "addWebhook",
+          tags: ["webhooks"],
+          responses: {
+            201: modelResponse("The endpoint, with its signing secret", "RegisteredWebhook"),
+            ...errorResponses(400, 401, 408, 409, 413, 415, 429, 500, 503, 507),
+          },
+        },
+      },
+    )
+    .get("", ({ user }) => webhooks.list(user.id), {
+      detail: {
+        summary: "List your webhook endpoints",
+        operationId: "listWebhooks",
+        tags: ["webhooks"],
+        responses: {
+          200: modelResponse("Your endpoints, oldest first (never their secrets)", "Webhook", { array: true }),
+          ...errorResponses(401, 429, 500, 503),
+        },
+      },
+    })
+    .delete(
+      "/:id",
+      async ({ params, user, set }) => {
+        if (!(await webhooks.remove(user.id, Number(params.id))))
+          throw new HttpError(404, "id: you have no webhook endpoint with this id");
+        set.status = 204;
+      },
+      {
+        params: webhookIdParams,
+        detail: {
+          summary: "Delete one of your webhook endpoints",
+          description: "Its pending deliveries are dropped with it, and its log.",
+          operationId: "deleteWebhook",
+          tags: ["webhooks"],
+          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 429, 500, 503, 507) },
+        },
+      },
+    )
+    .get(
+      "/:id/deliveries",
+      async ({ params, query, user, request, set }) => {
+        checkQueryNames(
+          request.url,
+          DELIVERIES_PARAMETERS,
+          "this operation takes limit and after. To page, give limit and follow the Link header",
+        );
+        const answer = await deliveriesAnswer(webhooks, {
+          ownerId: user.id,
+          webhookId: Number(params.id),
+          after: query.after,
+          limit: query.limit === undefined ? undefined : Number(query.limit),
+          onFault: (error) => log("listing webhook deliveries failed mid-answer", error, request),
+        });
+        if (answer instanceof Response) return answer;
+        if (answer.link) set.headers.link = answer.link;
+        return answer.deliveries;
+      },
+      {
+        params: webhookIdParams,
+        query: deliveriesQuery,
+        detail: {
+          summary: "List an endpoint's deliveries",
+          description:
+            "One delivery per plant created since the endpoint was registered, oldest first, with where it stands. " +
+            'Paged as plants are: give `limit` and follow the `Link` header (`rel="next"`).',
+          operationId: "listWebhookDeliveries",
+          tags: ["webhooks"],
+          responses: {
+            200: {
+              ...modelResponse("The endpoint's deliveries, oldest first", "Delivery", { array: true }),
+              headers: {
+                Link: {
+                  description: 'The next page, when `limit` was given and more deliveries follow (`rel="next"`)',
+                  schema: { type: "string" },
+                },
+              },
+            },
+            ...errorResponses(400, 401, 404, 429, 500, 503),
+          },
+        },
+      },
+    );
+}
