@@ -81,10 +81,12 @@ function withoutSchemaIds(document: Document): Document {
   return { ...document, components: { ...document.components, schemas: cleaned } };
 }
 
-const header = (description: string, example: string) => ({
+const header = (name: string, description: string, example: string) => ({
+  in: "header" as const,
+  name,
   required: true,
   description,
-  schema: { type: "string" },
+  schema: { type: "string" as const },
   example,
 });
 
@@ -106,20 +108,17 @@ const PLANT_WEBHOOK = {
       tags: ["webhooks"],
       security: [],
       parameters: [
-        { in: "header", name: "webhook-id", ...header("The delivery's id; the same on every retry", "msg_2b9c4d…") },
-        {
-          in: "header",
-          name: "webhook-timestamp",
-          ...header("Unix seconds when this attempt was made; refuse one far from your clock", "1614265330"),
-        },
-        {
-          in: "header",
-          name: "webhook-signature",
-          ...header(
-            'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded secret after "whsec_">',
-            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-          ),
-        },
+        header("webhook-id", "The delivery's id; the same on every retry", "msg_2b9c4d…"),
+        header(
+          "webhook-timestamp",
+          "Unix seconds when this attempt was made; refuse one far from your clock",
+          "1614265330",
+        ),
+        header(
+          "webhook-signature",
+          'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded secret after "whsec_">',
+          "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+        ),
       ],
       requestBody: {
         description: "Information about a new plant added to the store",
