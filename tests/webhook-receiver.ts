@@ -67,6 +67,7 @@ export function startDispatcher(
     metrics: (options.ops ?? createOps(stores)).metrics,
     pollMs: 50,
     timeoutMs: options.timeoutMs,
+    pendingEveryMs: 0,
   });
   dispatcher.start();
   return dispatcher;

@@ -308,6 +308,35 @@ describe(`webhook deliveries (${ENGINE})`, () => {
   });
 });
 
+describe(`webhook metrics (${ENGINE})`, () => {
+  test("count deliveries sent, retried and failed, time attempts, and show what is pending", async () => {
+    const hook = receiver((request) => new Response("x", { status: request.path === "/ok" ? 200 : 500 }));
+    const t = await appWithDispatcher({ retryDelaysMs: [50, 60_000] });
+    const alice = await t.tokenFor("alice");
+    const ok = await register(t, alice, hook.url("/ok"));
+    const down = await register(t, alice, hook.url("/down"));
+    await t.createPlant("1", "Fern", alice);
+    await settled(t, alice, ok.id, 1);
+    await until(
+      10_000,
+      () => deliveries(t, alice, down.id),
+      (list) => list[0]?.attempts === 2,
+    );
+    const value = (name: string) =>
+      Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(t.ops.metrics.render())?.[1]);
+    expect(value("plant_store_webhook_deliveries_sent_total")).toBe(1);
+    expect(value('plant_store_webhook_attempts_total{result="retried"}')).toBe(2);
+    expect(value("plant_store_webhook_deliveries_failed_total")).toBe(0);
+    expect(value("plant_store_webhook_attempt_duration_seconds_count")).toBe(3);
+    await until(
+      5_000,
+      async () => value("plant_store_webhook_deliveries_pending"),
+      (n) => n === 1,
+    );
+    expect(value("plant_store_webhook_deliveries_pending")).toBe(1);
+  });
+});
+
 describe(`the delivery log (${ENGINE})`, () => {
   test("is paged like plants: limit, a Link to the next page, after a delivery id; bad parameters are 400", async () => {
     const t = await makeTestApp({ webhookAllowPrivate: true });

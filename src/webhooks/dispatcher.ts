@@ -33,12 +33,12 @@ export interface DispatcherOptions {
   resolve?: Resolver;
   clock?: () => number;
   random?: () => number;
+  /** How often the pending gauge is read from the database. */
+  pendingEveryMs?: number;
 }
 
 /** Wakes after a created plant come at most this often: a burst of creates costs one claim each 25 ms. */
 const WAKE_SPACING_MS = 25;
-/** The pending gauge is read from the database at most this often. */
-const PENDING_EVERY_MS = 5_000;
 
 /** The wait before retry `n` (1-based): the configured delay ±10 %, and never less than Retry-After asked. */
 export function retryDelay(
@@ -88,6 +88,8 @@ export function createDispatcher({
   resolve,
   clock = Date.now,
   random = Math.random,
+  // Counting grows with the outbox: read beside the polls, at most this often, never on a scrape.
+  pendingEveryMs = 5_000,
 }: DispatcherOptions) {
   let inFlight = 0;
   let running = false;
@@ -142,7 +144,7 @@ export function createDispatcher({
   }
 
   async function refreshPending() {
-    if (clock() - pendingReadAt < PENDING_EVERY_MS) return;
+    if (clock() - pendingReadAt < pendingEveryMs) return;
     pendingReadAt = clock();
     metrics.setWebhooksPending(await store.pendingCount());
   }
