@@ -3,7 +3,7 @@ import { CommandError } from "./cli/database";
 import { ConfigError } from "./config";
 import { faultSummary } from "./http/errors";
 
-/** The operator's commands (tokens, backup, check, migrate); src/cli/ holds their parts. */
+/** The operator's commands (tokens, backup, check, migrate, failed webhooks); src/cli/ holds their parts. */
 try {
   process.exitCode = await run(process.argv.slice(2));
 } catch (error) {

@@ -1,12 +1,7 @@
-import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { COMMANDS, type Command } from "./commands";
+import { PROGRAM } from "./format";
 
-/**
- * The command as the operator runs it, for the usage text: the compiled binary under the name it
- * was started by (process.argv0; argv[0] itself reads "bun" there), or the package script.
- */
-const PROGRAM = Bun.isStandaloneExecutable ? basename(process.argv0 || process.execPath) : "bun run cli";
 const DATABASE_NOTE = "The database is the server's: DATABASE_URL (default ./data/plants.sqlite).";
 
 /** `command` names the command whose usage follows the message; without it, the overview. */
@@ -105,23 +100,31 @@ function runCommand(name: string, command: Command, args: string[]): number | Pr
   return command.run(values as { user?: string }, operand ?? "");
 }
 
+/** The words that follow a group's name (`token` → create, list, revoke), in the order of COMMANDS. */
+function wordsOf(group: string): string[] {
+  return Object.keys(COMMANDS).flatMap((name) => (name.startsWith(`${group} `) ? [name.slice(group.length + 1)] : []));
+}
+
+const inWords = (words: string[]) =>
+  words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} or ${words.at(-1)}`;
+
 export function run(args: string[]): number | Promise<number> {
   const [first, second] = args;
   if (first === "--help" || first === "-h" || first === "help") {
     console.log(overview());
     return 0;
   }
-  if (first === "token" && (second === "--help" || second === "-h")) {
-    console.log(overview("token "));
+  if (first === undefined) throw new UsageError("a command is needed");
+  const words = wordsOf(first);
+  const grouped = words.length > 0;
+  if (grouped && (second === "--help" || second === "-h")) {
+    console.log(overview(`${first} `));
     return 0;
   }
-  if (first === undefined) throw new UsageError("a command is needed");
-  if (first === "token" && second === undefined) throw new UsageError("token needs a command: create, list or revoke");
-  const name = first === "token" ? `token ${second}` : first;
+  if (grouped && second === undefined) throw new UsageError(`${first} needs a command: ${inWords(words)}`);
+  const name = grouped ? `${first} ${second}` : first;
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!command)
-    throw new UsageError(
-      first === "token" ? shown("unknown token command", second ?? "") : shown("unknown command", first),
-    );
+    throw new UsageError(grouped ? shown(`unknown ${first} command`, second ?? "") : shown("unknown command", first));
   return runCommand(name, command, args.slice(name.split(" ").length));
 }

@@ -6,22 +6,9 @@ import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sql
 import { faultSummary } from "../http/errors";
 import { UsageError } from "./args";
 import { CommandError, withDatabase, withTokenStore } from "./database";
+import { iso, plural, table } from "./format";
 import { postgresBackup, postgresCheck, postgresMigrate } from "./postgres";
-
-const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
-const iso = (date: Date | null) => (date ? date.toISOString() : "-");
-
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
-  return rows
-    .map((row) =>
-      row
-        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
-}
+import { WEBHOOK_COMMANDS } from "./webhooks";
 
 async function createToken(user: string | undefined): Promise<number> {
   if (user === undefined) throw new UsageError("token create needs --user <name>", "token create");
@@ -178,4 +165,5 @@ export const COMMANDS: Record<string, Command> = {
     ],
     run: () => migrate(),
   },
+  ...WEBHOOK_COMMANDS,
 };

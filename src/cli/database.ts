@@ -1,12 +1,16 @@
 import { existsSync } from "node:fs";
-import { ensureDatabaseFolder, loadConfig, withoutPassword } from "../config";
+import { type Config, ensureDatabaseFolder, loadConfig, withoutPassword } from "../config";
 import { connect, migrate, type PostgresTarget } from "../db/postgres/client";
 import { createPostgresTokenStore } from "../db/postgres/tokens";
+import { createPostgresWebhookStore } from "../db/postgres/webhooks";
 import { openDatabase } from "../db/sqlite/client";
+import { createGroupCommit } from "../db/sqlite/group-commit";
 import { ForeignDatabaseError } from "../db/sqlite/ownership";
 import { createSqliteTokenStore } from "../db/sqlite/tokens";
+import { createSqliteWebhookStore } from "../db/sqlite/webhooks";
 import { StartupRefusal } from "../db/start-up-refusal";
-import type { TokenStore } from "../db/stores";
+import { StoreUnavailable } from "../db/store-errors";
+import type { TokenStore, WebhookStore } from "../db/stores";
 import { faultSummary } from "../http/errors";
 
 /** A failure already worded for the operator: printed as is, exit 1. */
@@ -53,20 +57,52 @@ export async function withDatabase<T>(
   }
 }
 
+interface StoreMakers<S> {
+  sqlite(database: ReturnType<typeof openDatabase>, config: Config): S;
+  postgres(connection: ReturnType<typeof connect>): S;
+}
+
 /**
- * A token store on the server's database (DATABASE_URL), whichever the engine, brought up to
- * date first; closed afterwards.
+ * A store on the server's database (DATABASE_URL), whichever the engine, brought up to date
+ * first; closed afterwards.
  */
-export async function withTokenStore<T>(use: (tokens: TokenStore) => Promise<T>): Promise<T> {
+async function withStore<S, T>(make: StoreMakers<S>, use: (store: S) => Promise<T>): Promise<T> {
   const config = loadConfig();
   if (config.database.engine === "sqlite") {
-    return withDatabase({ mode: "write", migrate: true }, ({ db }) => use(createSqliteTokenStore(db)));
+    return withDatabase({ mode: "write", migrate: true }, async (database) => {
+      try {
+        return await use(make.sqlite(database, config));
+      } catch (error) {
+        if (error instanceof StoreUnavailable && error.kind === "busy")
+          throw new CommandError(
+            `another process held the database's write lock for WRITE_LOCK_TIMEOUT_MS (${config.writeLockTimeoutMs} ms); nothing was changed, try again`,
+          );
+        throw error;
+      }
+    });
   }
-  return withPostgres(config.database, async ({ client, db }) => {
-    await migrate(client);
-    return use(createPostgresTokenStore(db));
+  return withPostgres(config.database, async (connection) => {
+    await migrate(connection.client);
+    return use(make.postgres(connection));
   });
 }
+
+export const withTokenStore = <T>(use: (tokens: TokenStore) => Promise<T>): Promise<T> =>
+  withStore(
+    { sqlite: ({ db }) => createSqliteTokenStore(db), postgres: ({ db }) => createPostgresTokenStore(db) },
+    use,
+  );
+
+export const withWebhookStore = <T>(use: (webhooks: WebhookStore) => Promise<T>): Promise<T> =>
+  withStore(
+    {
+      // The server may hold the write lock: wait for it as the server's own writes do.
+      sqlite: ({ sqlite, db }, config) =>
+        createSqliteWebhookStore(db, createGroupCommit(sqlite, { lockTimeoutMs: config.writeLockTimeoutMs }), Date.now),
+      postgres: ({ client }) => createPostgresWebhookStore(client, Date.now),
+    },
+    use,
+  );
 
 /** One connection to the PostgreSQL database, closed afterwards; failures worded for the operator. */
 export async function withPostgres<T>(

@@ -1,8 +1,7 @@
 import { withoutPassword } from "../config";
 import { migrate, migrationStatus, type PostgresTarget } from "../db/postgres/client";
 import { CommandError, withPostgres } from "./database";
-
-const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
+import { plural } from "./format";
 
 /** The tables the service owns, each checked to exist and be readable. */
 const OWN_TABLES = ["users", "tokens", "plants", "rate_limits"] as const;

@@ -13,6 +13,8 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
  * short enough that one cut off by a crash is due again well within SPEC's 30 s of a restart.
  */
 export const LEASE_MS = 20_000;
+/** How often the service looks for due deliveries when nothing wakes it (a redelivery waits this at most). */
+export const POLL_MS = 1_000;
 
 export interface DispatcherMetrics {
   webhookAttempt(result: MetricResult, seconds: number): void;
@@ -82,7 +84,7 @@ export function createDispatcher({
   allowPrivate,
   log,
   metrics,
-  pollMs = 1_000,
+  pollMs = POLL_MS,
   concurrency = 128,
   timeoutMs = ATTEMPT_TIMEOUT_MS,
   resolve,
