@@ -46,6 +46,8 @@ function needs(postgres: boolean): Need[] {
       problem: () =>
         pythonImports("prometheus_client.parser") ? undefined : `${PYTHON} cannot import prometheus_client`,
     },
+    // tests/webhook-send.test.ts makes a certificate for its https receiver.
+    { pkg: "openssl", problem: () => (Bun.which("openssl") ? undefined : "openssl is missing") },
   ];
   // The postgres run starts throwaway clusters with initdb and pg_ctl (scripts/pg-cluster.ts).
   if (postgres) list.push({ pkg: "postgresql", problem: pgBinProblem });

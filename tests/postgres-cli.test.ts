@@ -56,7 +56,16 @@ function contentsOf(url: string) {
 const EMPTY = { schemas: ["public"], tables: [] };
 const MIGRATED = {
   schemas: ["drizzle", "public"],
-  tables: ["drizzle.__drizzle_migrations", "public.plants", "public.rate_limits", "public.tokens", "public.users"],
+  tables: [
+    "drizzle.__drizzle_migrations",
+    "public.plants",
+    "public.rate_limits",
+    "public.tokens",
+    "public.users",
+    "public.webhook_attempts",
+    "public.webhook_deliveries",
+    "public.webhooks",
+  ],
 };
 
 /** An empty database with someone else's plants table in it. */
@@ -147,6 +156,9 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       "Table tokens: 1 row",
       "Table plants: 0 rows",
       "Table rate_limits: 0 rows",
+      "Table webhooks: 0 rows",
+      "Table webhook_deliveries: 0 rows",
+      "Table webhook_attempts: 0 rows",
       "Constraints: all validated",
       `Migrations: ${TAGS.length} applied, 0 pending`,
       "All checks passed.",
@@ -159,12 +171,12 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(code).toBe(1);
     expect(lines(stdout)).toContain(`Migrations: 0 applied, ${TAGS.length} pending (${TAGS.join(", ")})`);
     expect(lines(stderr)).toEqual([
-      ...["users", "tokens", "plants", "rate_limits"].map(
+      ...["users", "tokens", "plants", "rate_limits", "webhooks", "webhook_deliveries", "webhook_attempts"].map(
         (table) => `plant-store: table ${table} is missing or cannot be read`,
       ),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
-    expect(lines(stdout).at(-1)).toBe("5 problems found.");
+    expect(lines(stdout).at(-1)).toBe("8 problems found.");
     expect(await contentsOf(url)).toEqual(EMPTY);
   });
 });

@@ -86,6 +86,23 @@ describe(`webhook endpoints (${ENGINE})`, () => {
     await expectError(await t.call("GET", "/webhooks", {}), 401);
   });
 
+  test("the routes answer like the plant routes: 405 with Allow, 415 and 413 on the body, nothing stored", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true, bodyLimitBytes: 1024 });
+    const alice = await t.tokenFor("alice");
+    const put = await t.call("PUT", "/webhooks", { token: alice, json: { url: "http://127.0.0.1:9/" } });
+    await expectError(put, 405);
+    expect(put.headers.get("allow")).toBe("GET, POST");
+    const patch = await t.call("PATCH", "/webhooks/1/deliveries", { token: alice });
+    await expectError(patch, 405);
+    expect(patch.headers.get("allow")).toBe("GET");
+    const text = { token: alice, body: '{"url":"http://127.0.0.1:9/"}', headers: { "content-type": "text/plain" } };
+    await expectError(await t.call("POST", "/webhooks", text), 415);
+    const huge = { token: alice, json: { url: `http://127.0.0.1:9/${"a".repeat(2000)}` } };
+    await expectError(await t.call("POST", "/webhooks", huge), 413);
+    await expectError(await t.call("POST", "/webhooks", { token: alice, json: "{not json" }), 400);
+    expect(await (await t.call("GET", "/webhooks", { token: alice })).json()).toEqual([]);
+  });
+
   test("at most 10 endpoints per user: the 11th is 409, and a delete makes room", async () => {
     const t = await makeTestApp({ webhookAllowPrivate: true });
     const alice = await t.tokenFor("alice");

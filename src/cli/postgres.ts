@@ -4,7 +4,15 @@ import { CommandError, withPostgres } from "./database";
 import { plural } from "./format";
 
 /** The tables the service owns, each checked to exist and be readable. */
-const OWN_TABLES = ["users", "tokens", "plants", "rate_limits"] as const;
+const OWN_TABLES = [
+  "users",
+  "tokens",
+  "plants",
+  "rate_limits",
+  "webhooks",
+  "webhook_deliveries",
+  "webhook_attempts",
+] as const;
 
 /** `backup` on PostgreSQL: pg_dump does it best; run it when it is on PATH, else show how. */
 export async function postgresBackup(target: PostgresTarget, file: string): Promise<number> {
