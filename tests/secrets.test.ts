@@ -4,8 +4,10 @@ import { join } from "node:path";
 import { DrizzleQueryError } from "drizzle-orm";
 import { hashToken } from "../src/auth/tokens";
 import { faultDetail, faultSummary } from "../src/http/errors";
-import { makeTestApp, onSqlite } from "./helpers";
+import { freshPostgresDatabase, makeTestApp, onPostgres, onSqlite } from "./helpers";
+import { until } from "./load";
 import { runCli, scratchDir, startServer } from "./process";
+import { startReceiver } from "./webhook-receiver";
 
 describe("secrets stay secret", () => {
   test.if(onSqlite)("a fault's log entry holds neither the token nor the values of the failed query", async () => {
@@ -80,4 +82,46 @@ describe("secrets stay secret", () => {
       }
     },
   );
+
+  test("webhook secrets and signatures reach no log line, and are never answered again after registration", async () => {
+    const scratch = scratchDir();
+    const hook = startReceiver((request) => new Response("no", { status: request.path === "/ok" ? 200 : 500 }));
+    const env = {
+      DATABASE_URL: onPostgres ? await freshPostgresDatabase() : join(scratch.dir, "plants.sqlite"),
+      WEBHOOK_ALLOW_PRIVATE: "true",
+      WEBHOOK_RETRY_DELAYS: "50",
+      LOG_LEVEL: "debug",
+    };
+    try {
+      const server = await startServer(env);
+      const token = server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+      const secrets: string[] = [];
+      for (const path of ["/ok", "/fails"]) {
+        const body = JSON.stringify({ url: hook.url(path) });
+        const response = await fetch(`${server.url}/webhooks`, { method: "POST", headers, body });
+        secrets.push(((await response.json()) as { secret: string }).secret);
+      }
+      await fetch(`${server.url}/plants`, { method: "POST", headers, body: '{"id":1,"name":"Fern"}' });
+      await until(
+        10_000,
+        async () => hook.received.length,
+        (n) => n >= 3,
+      );
+      expect(hook.received.length).toBeGreaterThanOrEqual(3);
+      const listed = await (await fetch(`${server.url}/webhooks`, { headers })).text();
+      const log = await (await fetch(`${server.url}/webhooks/1/deliveries`, { headers })).text();
+      expect(await server.stop()).toBe(0);
+      const output = await server.output();
+      const signatures = hook.received.map((r) => (r.headers["webhook-signature"] as string).slice(3));
+      for (const secret of [...secrets, ...secrets.map((s) => s.slice(6)), ...signatures]) {
+        expect(output).not.toContain(secret);
+        expect(listed).not.toContain(secret);
+        expect(log).not.toContain(secret);
+      }
+    } finally {
+      hook.stop();
+      scratch.cleanup();
+    }
+  });
 });

@@ -8,9 +8,11 @@ import { signedHeaders } from "./signing";
 /** A receiver's answer must come within this (SPEC: "a 2xx answer within 10 s"). */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 /**
- * How long a claimed delivery stays invisible to other claims: longer than an attempt can take
- * (the address check's 5 s DNS bound plus the 10 s timeout), so each attempt is made once, and
- * short enough that one cut off by a crash is due again well within SPEC's 30 s of a restart.
+ * How long a claimed delivery stays invisible to other claims: twice the longest attempt (10 s,
+ * the address check included), so the attempt and its record normally end well inside it and
+ * each attempt is made once; short enough that one cut off by a crash is due again well within
+ * SPEC's 30 s of a restart. A record delayed past it (a database stalling for 10 s) can let
+ * another instance make the attempt again: at-least-once, as receivers are told.
  */
 export const LEASE_MS = 20_000;
 /** How often the service looks for due deliveries when nothing wakes it (a redelivery waits this at most). */
