@@ -47,7 +47,12 @@ async function deliveryLog(url: string, token: string, endpoint: number) {
 }
 
 describe(`webhooks across processes (${ENGINE})`, () => {
-  test("kill -9 right after the 200s: every delivery still arrives after the restart, within 30 s", async () => {
+  /**
+   * A server with an endpoint on a receiver that hangs until told to answer; `restart` kills
+   * the server with SIGKILL, lets the receiver answer, starts it again and waits (30 s at most)
+   * until `count` deliveries are delivered. Returns their log and how long that took.
+   */
+  async function crashingRun() {
     let answering = false;
     const hook = startReceiver(() => (answering ? new Response("ok") : never()));
     cleanups.push(hook.stop);
@@ -57,64 +62,53 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     const registered = await post(first.url, token, "/webhooks", JSON.stringify({ url: hook.url() }));
     expect(registered.status).toBe(201);
     const endpoint = ((await registered.json()) as { id: number }).id;
+    async function restart(count: number) {
+      first.kill("SIGKILL");
+      await first.exited;
+      answering = true;
+      const restarted = await server(env);
+      const startedAt = performance.now();
+      const log = await until(
+        30_000,
+        () => deliveryLog(restarted.url, token, endpoint),
+        (list) => list.length === count && list.every((d) => d.status === "delivered"),
+      );
+      return { log, seconds: (performance.now() - startedAt) / 1000 };
+    }
+    return { hook, url: first.url, token, restart };
+  }
+
+  test("kill -9 right after the 200s: every delivery still arrives after the restart, within 30 s", async () => {
+    const run = await crashingRun();
+    const body = (i: number) => `{"id":${9007199254740993n + BigInt(i)},"name":"p${i}"}`;
     const created = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        post(first.url, token, "/plants", `{"id":${9007199254740993n + BigInt(i)},"name":"p${i}"}`),
-      ),
+      Array.from({ length: 50 }, (_, i) => post(run.url, run.token, "/plants", body(i))),
     );
     expect(created.map((r) => r.status)).toEqual(Array(50).fill(200));
-    first.kill("SIGKILL");
-    await first.exited;
-    // Whatever the dead process had claimed and sent hangs unanswered: none of it was delivered.
-    answering = true;
-
-    const restarted = await server(env);
-    const startedAt = performance.now();
-    const log = await until(
-      30_000,
-      () => deliveryLog(restarted.url, token, endpoint),
-      (list) => list.length === 50 && list.every((d) => d.status === "delivered"),
-    );
-    expect(performance.now() - startedAt).toBeLessThan(30_000);
+    const { log, seconds } = await run.restart(50);
+    expect(seconds).toBeLessThan(30);
     expect(log.map((d) => d.status)).toEqual(Array(50).fill("delivered"));
-    const answered = new Set(hook.received.slice(-50).map((r) => r.headers["webhook-id"]));
+    // Whatever the dead process had sent hung unanswered: every delivery was answered after the restart.
+    const answered = new Set(run.hook.received.slice(-50).map((r) => r.headers["webhook-id"]));
     for (const delivery of log) expect(answered.has(delivery.id)).toBe(true);
-    const bodies = new Set(hook.received.map((r) => r.body));
-    for (let i = 0; i < 50; i++)
-      expect(bodies.has(`{"id":${9007199254740993n + BigInt(i)},"name":"p${i}"}`)).toBe(true);
+    const bodies = new Set(run.hook.received.map((r) => r.body));
+    for (let i = 0; i < 50; i++) expect(bodies.has(body(i))).toBe(true);
   }, 60_000);
 
   test("kill -9 while attempts hang: they are made again once their lease ends, within 30 s of the restart", async () => {
-    let answering = false;
-    const hook = startReceiver(() => (answering ? new Response("ok") : never()));
-    cleanups.push(hook.stop);
-    const env = { DATABASE_URL: await databaseUrl() };
-    const first = await server(env);
-    const token = tokenOf(first);
-    const registered = await post(first.url, token, "/webhooks", JSON.stringify({ url: hook.url() }));
-    const endpoint = ((await registered.json()) as { id: number }).id;
+    const run = await crashingRun();
     for (let i = 0; i < 20; i++)
-      expect((await post(first.url, token, "/plants", `{"id":${i},"name":"p"}`)).status).toBe(200);
+      expect((await post(run.url, run.token, "/plants", `{"id":${i},"name":"p"}`)).status).toBe(200);
     await until(
       10_000,
-      async () => hook.hanging(),
+      async () => run.hook.hanging(),
       (n) => n === 20,
     );
-    expect(hook.hanging()).toBe(20);
-    first.kill("SIGKILL");
-    await first.exited;
-    answering = true;
-
-    const restarted = await server(env);
-    const startedAt = performance.now();
-    const log = await until(
-      30_000,
-      () => deliveryLog(restarted.url, token, endpoint),
-      (list) => list.length === 20 && list.every((d) => d.status === "delivered"),
-    );
-    expect(performance.now() - startedAt).toBeLessThan(30_000);
+    expect(run.hook.hanging()).toBe(20);
+    const { log, seconds } = await run.restart(20);
+    expect(seconds).toBeLessThan(30);
     expect(log.map((d) => d.status)).toEqual(Array(20).fill("delivered"));
-    const ids = hook.received.map((r) => r.headers["webhook-id"] as string);
+    const ids = run.hook.received.map((r) => r.headers["webhook-id"] as string);
     // Each was sent twice: once to the hang, once after the restart.
     expect(ids).toHaveLength(40);
     expect(new Set(ids)).toEqual(new Set(log.map((d) => d.id)));
