@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
+import { StoreUnavailable } from "../src/db/store-errors";
 import { parseJsonExact } from "../src/http/json-body";
-import type { Dispatcher } from "../src/webhooks/dispatcher";
+import { createDispatcher, type Dispatcher } from "../src/webhooks/dispatcher";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "./helpers";
 import { until } from "./load";
 import { never, type Receiver, startDispatcher, startReceiver } from "./webhook-receiver";
@@ -322,6 +323,49 @@ describe(`webhook deliveries (${ENGINE})`, () => {
     expect((await t.call("DELETE", `/webhooks/${endpoint.id}`, { token: alice })).status).toBe(204);
     expect(await t.stores.webhooks.pendingCount()).toBe(0);
     expect(hook.received).toHaveLength(1);
+  });
+});
+
+describe(`the dispatcher when the database fails (${ENGINE})`, () => {
+  test("a failing claim is logged once per streak, and deliveries go out once the database answers again", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    let down = true;
+    let failedClaims = 0;
+    const store = {
+      ...t.stores.webhooks,
+      claimDue(count: number, leaseMs: number) {
+        if (!down) return t.stores.webhooks.claimDue(count, leaseMs);
+        failedClaims++;
+        return Promise.reject(new StoreUnavailable("unreachable", { cause: new Error("connection refused") }));
+      },
+    };
+    const logged: string[] = [];
+    const dispatcher = createDispatcher({
+      store,
+      retryDelaysMs: [],
+      allowPrivate: true,
+      log: (message) => logged.push(message),
+      metrics: t.ops.metrics,
+      pollMs: 20,
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    await t.createPlant("1", "Fern", alice);
+    await until(
+      5_000,
+      async () => failedClaims,
+      (n) => n >= 5,
+    );
+    expect(failedClaims).toBeGreaterThanOrEqual(5);
+    expect(logged).toEqual(["webhook dispatcher: claiming due deliveries failed; retrying at the next poll"]);
+    expect(hook.received).toHaveLength(0);
+    down = false;
+    expect(await settled(t, alice, endpoint.id, 1)).toMatchObject([{ status: "delivered", attempts: 1 }]);
+    expect(hook.received).toHaveLength(1);
+    expect(logged).toHaveLength(1);
   });
 });
 

@@ -29,14 +29,14 @@ const ENDPOINT_COLUMNS = "id, url, created_at AS createdAt, disabled_at AS disab
 const DELIVERY_COLUMNS =
   "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
 
-export const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
   url: row.url,
   createdAt: new Date(row.createdAt),
   disabled: row.disabledAt !== null,
 });
 
-export const toDelivery = (row: DeliveryRow): DeliveryListing => ({
+const toDelivery = (row: DeliveryRow): DeliveryListing => ({
   id: row.id,
   status: row.status,
   attempts: row.attempts,
