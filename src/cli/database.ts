@@ -4,10 +4,11 @@ import { connect, migrate, type PostgresTarget } from "../db/postgres/client";
 import { createPostgresTokenStore } from "../db/postgres/tokens";
 import { createPostgresWebhookStore } from "../db/postgres/webhooks";
 import { openDatabase } from "../db/sqlite/client";
-import { createGroupCommit } from "../db/sqlite/group-commit";
 import { ForeignDatabaseError } from "../db/sqlite/ownership";
 import { createSqliteTokenStore } from "../db/sqlite/tokens";
 import { createSqliteWebhookStore } from "../db/sqlite/webhooks";
+import { writeSql } from "../db/sqlite/write-sql";
+import { inThreadWriter } from "../db/sqlite/writer";
 import { StartupRefusal } from "../db/start-up-refusal";
 import { StoreUnavailable } from "../db/store-errors";
 import type { TokenStore, WebhookStore } from "../db/stores";
@@ -98,7 +99,11 @@ export const withWebhookStore = <T>(use: (webhooks: WebhookStore) => Promise<T>)
     {
       // The server may hold the write lock: wait for it as the server's own writes do.
       sqlite: ({ sqlite, db }, config) =>
-        createSqliteWebhookStore(db, createGroupCommit(sqlite, { lockTimeoutMs: config.writeLockTimeoutMs }), Date.now),
+        createSqliteWebhookStore(
+          db,
+          inThreadWriter(sqlite, writeSql(db), { lockTimeoutMs: config.writeLockTimeoutMs }),
+          Date.now,
+        ),
       postgres: ({ client }) => createPostgresWebhookStore(client, Date.now),
     },
     use,

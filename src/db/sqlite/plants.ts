@@ -3,8 +3,8 @@ import type { NewPlant, Plant } from "../../plants/model";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import { boundInteger, boundText } from "./bound";
 import type { AppDatabase } from "./client";
-import type { GroupCommit } from "./group-commit";
 import { plants } from "./schema";
+import type { Writer } from "./writer";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
@@ -41,23 +41,7 @@ type Row = { id: bigint | undefined; name: string; tag: string | null | undefine
  * Every statement is prepared once and always scoped to one owner. Writes go through group
  * commit, so they resolve only once durable.
  */
-export function createSqlitePlantStore(
-  db: AppDatabase,
-  writes: GroupCommit,
-  listChunkSize = LIST_CHUNK_SIZE,
-): PlantStore {
-  const insert = db
-    .insert(plants)
-    .values({
-      ownerId: sql.placeholder("ownerId"),
-      id: sql.placeholder("id"),
-      name: sql.placeholder("name"),
-      tag: sql.placeholder("tag"),
-    })
-    .onConflictDoNothing()
-    .returning({ name: plants.name, tag: plants.tag })
-    .prepare();
-
+export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   // Drizzle writes the list SQL; the driver runs it (Drizzle's prepared query maps its
   // placeholders on every call, about 5 % of a list request, and the list is the hot path).
   // Ids are read as bigints: the driver rounds integers past 2^53 to the nearest double, and a
@@ -82,19 +66,11 @@ export function createSqlitePlantStore(
     .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
     .prepare();
 
-  const remove = db
-    .delete(plants)
-    .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
-    .returning({ ownerId: plants.ownerId })
-    .prepare();
-
   return {
     /** The stored plant, or undefined when the owner already has one with this id. */
     async createPlant(ownerId: number, plant: NewPlant): Promise<Plant | undefined> {
-      const row = await writes.run(() =>
-        insert.get({ ownerId, id: BigInt(plant.id), name: plant.name, tag: plant.tag ?? null }),
-      );
-      return row && toPlant(row);
+      const row = await writes.run("insertPlant", [ownerId, BigInt(plant.id), plant.name, plant.tag ?? null]);
+      return row ? toPlant(row) : undefined;
     },
 
     listChunkSize,
@@ -150,7 +126,7 @@ export function createSqlitePlantStore(
 
     /** True when the owner had the plant and it is gone now. */
     async deletePlant(ownerId: number, id: bigint): Promise<boolean> {
-      return (await writes.run(() => remove.get({ ownerId, id }))) !== undefined;
+      return Boolean(await writes.run("deletePlant", [ownerId, id]));
     },
   };
 }

@@ -1,14 +1,18 @@
 import type { FaultLog } from "../../app";
 import type { Clock } from "../../auth/tokens";
+import type { SynchronousMode } from "../../config";
 import { faultDetail } from "../../http/errors";
 import { createRateLimiter } from "../../http/rate-limit";
+import type { StoreFailureKind } from "../store-errors";
 import type { Stores } from "../stores";
 import { type AppDatabase, closeDatabase } from "./client";
 import { storeFigures } from "./figures";
-import { createGroupCommit } from "./group-commit";
 import { createSqlitePlantStore } from "./plants";
 import { createSqliteTokenStore } from "./tokens";
 import { createSqliteWebhookStore } from "./webhooks";
+import { startWorkerWriter } from "./worker-writer";
+import { writeSql } from "./write-sql";
+import { inThreadWriter, type Writer } from "./writer";
 
 export interface SqliteStoreOptions {
   /** Writes waiting for their commit past which new ones get 503 (MAX_IN_FLIGHT). */
@@ -17,24 +21,46 @@ export interface SqliteStoreOptions {
   lockTimeoutMs: number;
   clock?: Clock;
   log: FaultLog;
+  /**
+   * Where commits run: "worker" (a writer thread, the default for a file) or "main" (the
+   * event loop's thread; the only choice for `:memory:`, which no second connection can open).
+   */
+  writer?: "worker" | "main";
+}
+
+/** The synchronous level the connection was opened with, for the writer's own connection. */
+function synchronousOf(db: AppDatabase): SynchronousMode {
+  const level = db.$client.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
+  return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
 }
 
 /**
- * The stores on one SQLite database: writes go through one group commit, reads answer
- * synchronously, and the request limiter is this process's own (one process owns the file).
+ * The stores on one SQLite database: writes go through one group commit, on a writer thread of
+ * its own for a file; reads answer synchronously on the caller's thread, and the request
+ * limiter is this process's own (one process owns the file).
  */
 export function createSqliteStores(
   db: AppDatabase,
-  { maxQueued, lockTimeoutMs, clock = Date.now, log }: SqliteStoreOptions,
+  { maxQueued, lockTimeoutMs, clock = Date.now, log, writer }: SqliteStoreOptions,
 ): Stores {
   const sqlite = db.$client;
   const ping = sqlite.prepare("SELECT 1");
-  const writes = createGroupCommit(sqlite, {
-    maxQueued,
-    lockTimeoutMs,
-    onHealthChange: (problem, error) =>
-      problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined),
-  });
+  const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
+    problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
+  const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
+  const writes: Writer =
+    (writer ?? (inMemory ? "main" : "worker")) === "worker"
+      ? startWorkerWriter({
+          path: sqlite.filename,
+          synchronous: synchronousOf(db),
+          texts: writeSql(db),
+          maxQueued,
+          lockTimeoutMs,
+          onHealthChange,
+          onCrash: (error) =>
+            log("the writer thread failed; its writes got 503 and a new one started", faultDetail(error)),
+        })
+      : inThreadWriter(sqlite, writeSql(db), { maxQueued, lockTimeoutMs, onHealthChange });
   return {
     engine: "sqlite",
     synchronousReads: true,
@@ -44,6 +70,7 @@ export function createSqliteStores(
     status: { ping: () => ping.get(), problem: writes.problem, figures: storeFigures(db) },
     requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
     async close() {
+      await writes.close();
       try {
         closeDatabase(sqlite);
       } catch (error) {

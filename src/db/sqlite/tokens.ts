@@ -11,8 +11,8 @@ import {
 import type { TokenStore } from "../stores";
 import { boundText } from "./bound";
 import type { AppDatabase } from "./client";
-import type { GroupCommit } from "./group-commit";
 import { tokens, users } from "./schema";
+import type { Writer } from "./writer";
 
 /**
  * Tokens and their users on SQLite. With `writes` (the server's group commit), recording a
@@ -20,7 +20,7 @@ import { tokens, users } from "./schema";
  * or fails on: a read must not fail because the disk is full or another process holds the
  * write lock. The answers are synchronous; the store interface's promises wrap them.
  */
-export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now, writes?: GroupCommit): TokenStore {
+export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now, writes?: Writer): TokenStore {
   // Every request runs this: Drizzle writes the SQL, the driver runs it and returns a raw row.
   const findActiveByHash = db.$client.prepare<unknown, [string]>(
     db
@@ -47,7 +47,7 @@ export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now,
     if (recording.has(tokenId)) return;
     recording.add(tokenId);
     writes
-      .run(() => touch(tokenId, now), { bookkeeping: true })
+      .run("touchToken", [now, tokenId], { bookkeeping: true })
       .catch(() => {})
       .finally(() => recording.delete(tokenId));
   }

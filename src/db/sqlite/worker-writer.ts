@@ -1,0 +1,176 @@
+import type { SynchronousMode } from "../../config";
+import { type StoreFailureKind, StoreUnavailable } from "../store-errors";
+import type { WriteSql } from "./write-statements";
+import type { Writer } from "./writer";
+import { type FromWriter, fromWire, type ToWriter, type WriteBatch } from "./writer-protocol";
+
+export interface WorkerWriterOptions {
+  path: string;
+  synchronous: SynchronousMode;
+  texts: WriteSql;
+  /** Client writes waiting for their commit at once; past it a write is refused at once (MAX_IN_FLIGHT). */
+  maxQueued: number;
+  lockTimeoutMs: number;
+  onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
+  /** Told when the writer thread dies (a bug): its writes fail with 503 and a new one starts. */
+  onCrash?: (error: unknown) => void;
+  /** The thread's script: writer-worker.ts; tests give one that dies. */
+  script?: URL;
+}
+
+interface Waiting {
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  counted: boolean;
+}
+
+/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
+const PROBE_EVERY_MS = 1_000;
+/** After the writer thread dies, a new one is started by a write, at most this often. */
+const RESPAWN_EVERY_MS = 1_000;
+
+/**
+ * The writer thread's script. `bun build --compile` bundles it as an entry point of its own
+ * (package.json's build script), under the path it has below src/, while import.meta.url
+ * here is then the binary's own: the path is spelled out for that case.
+ */
+const WORKER_URL = import.meta.url.includes("/$bunfs/")
+  ? new URL("./db/sqlite/writer-worker.ts", import.meta.url)
+  : new URL("./writer-worker.ts", import.meta.url);
+
+/**
+ * Group commit on a writer thread (writer-worker.ts) with its own connection: commits and their
+ * fsyncs no longer hold up the event loop, so reads go on while a batch becomes durable. Each
+ * write still resolves only once its commit is, with its own result; the cap on queued writes
+ * is kept here, so a refusal costs no message.
+ */
+export function startWorkerWriter(options: WorkerWriterOptions): Writer {
+  const waiting = new Map<number, Waiting>();
+  let nextId = 0;
+  let counted = 0;
+  let outbox: WriteBatch["writes"] = [];
+  let problem: StoreFailureKind | undefined;
+  let probedAt = Number.NEGATIVE_INFINITY;
+  let closed: (() => void) | undefined;
+  let stopping = false;
+  let spawnedAt = performance.now();
+  let worker: Worker | undefined = spawn();
+
+  function spawn(): Worker {
+    const thread = new Worker(options.script ?? WORKER_URL);
+    thread.onmessage = (event: MessageEvent<FromWriter>) => receive(event.data);
+    thread.onerror = (event) => crashed(thread, event.error ?? new Error(event.message));
+    thread.addEventListener("close", () => crashed(thread, new Error("the writer thread exited")));
+    const init: ToWriter = {
+      type: "init",
+      path: options.path,
+      synchronous: options.synchronous,
+      texts: options.texts,
+      lockTimeoutMs: options.lockTimeoutMs,
+    };
+    thread.postMessage(init);
+    return thread;
+  }
+
+  function settle(id: number, outcome: { ok: true; value: unknown } | { ok: false; error: unknown }) {
+    const entry = waiting.get(id);
+    if (!entry) return;
+    waiting.delete(id);
+    if (entry.counted) counted--;
+    if (outcome.ok) entry.resolve(outcome.value ?? undefined);
+    else entry.reject(outcome.error);
+  }
+
+  function receive(message: FromWriter) {
+    switch (message.type) {
+      case "done":
+        for (const [id, ok, detail] of message.results) {
+          settle(id, ok ? { ok, value: detail } : { ok, error: fromWire(detail) });
+        }
+        return;
+      case "health":
+        if (message.problem === problem) return;
+        problem = message.problem;
+        options.onHealthChange?.(problem, message.error && fromWire(message.error));
+        return;
+      case "open-failed":
+        failAll(new StoreUnavailable("io", { cause: fromWire(message.error) }));
+        return;
+      case "closed":
+        closed?.();
+        return;
+      case "ready":
+        return;
+    }
+  }
+
+  function failAll(error: unknown) {
+    for (const id of [...waiting.keys()]) settle(id, { ok: false, error });
+  }
+
+  /** The thread died: its writes fail (a 503, never a hang); the next write after a pause starts another. */
+  function crashed(thread: Worker, error: unknown) {
+    if (thread !== worker) return;
+    worker = undefined;
+    thread.terminate();
+    if (stopping) return closed?.();
+    options.onCrash?.(error);
+    failAll(new StoreUnavailable("io", { cause: error }));
+  }
+
+  function send() {
+    if (outbox.length === 0) return;
+    const writes = outbox;
+    outbox = [];
+    if (!worker) return failAll(new StoreUnavailable("io", { cause: new Error("the writer thread is not running") }));
+    worker.postMessage({ type: "writes", writes } satisfies ToWriter);
+  }
+
+  const writer: Writer = {
+    thread: "worker",
+
+    run(name, args, { bookkeeping = false } = {}) {
+      if (stopping) return Promise.reject(new StoreUnavailable("capacity"));
+      if (!bookkeeping && counted >= options.maxQueued) return Promise.reject(new StoreUnavailable("capacity"));
+      if (!worker) {
+        if (performance.now() - spawnedAt < RESPAWN_EVERY_MS) {
+          return Promise.reject(new StoreUnavailable("io", { cause: new Error("the writer thread is restarting") }));
+        }
+        spawnedAt = performance.now();
+        worker = spawn();
+      }
+      const id = ++nextId;
+      return new Promise((resolve, reject) => {
+        waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, counted: !bookkeeping });
+        if (!bookkeeping) counted++;
+        // Writes queued in one turn of the event loop cross to the writer in one message.
+        if (outbox.length === 0) setImmediate(send);
+        outbox.push({ id, name, args, bookkeeping });
+      });
+    },
+
+    problem() {
+      const now = performance.now();
+      if ((problem === "full" || problem === "io") && now - probedAt >= PROBE_EVERY_MS) {
+        probedAt = now;
+        writer.run("probe", [], { bookkeeping: true }).catch(() => {});
+      }
+      return problem;
+    },
+
+    async close() {
+      if (stopping) return;
+      stopping = true;
+      send();
+      const thread = worker;
+      if (!thread) return;
+      await new Promise<void>((resolve) => {
+        closed = resolve;
+        thread.postMessage({ type: "close" } satisfies ToWriter);
+      });
+      worker = undefined;
+      thread.terminate();
+    },
+  };
+  return writer;
+}

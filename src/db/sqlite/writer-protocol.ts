@@ -1,0 +1,47 @@
+import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../store-errors";
+import type { WriteName, WriteSql } from "./write-statements";
+
+/** The writer thread's settings, sent once, first. */
+export interface WriterInit {
+  type: "init";
+  path: string;
+  synchronous: string;
+  texts: WriteSql;
+  lockTimeoutMs: number;
+}
+
+/** Writes sent in one message: those the main thread queued in one turn of its event loop. */
+export interface WriteBatch {
+  type: "writes";
+  writes: Array<{ id: number; name: WriteName; args: unknown[]; bookkeeping: boolean }>;
+}
+
+export type ToWriter = WriterInit | WriteBatch | { type: "close" };
+
+/** A failure as it crosses threads: its kind when it is the store's, its message and code. */
+export interface WireError {
+  kind?: StoreFailureKind;
+  message: string;
+  code?: string;
+}
+
+export type FromWriter =
+  | { type: "ready"; threadId: number }
+  | { type: "open-failed"; error: WireError }
+  | { type: "done"; results: Array<[id: number, ok: true, value: unknown] | [id: number, ok: false, error: WireError]> }
+  | { type: "health"; problem: StoreFailureKind | undefined; error?: WireError }
+  | { type: "closed" };
+
+export function toWire(error: unknown): WireError {
+  const kind = storeFailureKind(error);
+  // The store's own error (SQLITE_FULL…) says more than the StoreUnavailable around it.
+  const inner = error instanceof StoreUnavailable && error.cause instanceof Error ? error.cause : error;
+  const message = inner instanceof Error ? inner.message : String(inner);
+  const code = (inner as { code?: unknown } | undefined)?.code;
+  return { kind, message, code: typeof code === "string" ? code : undefined };
+}
+
+export function fromWire(wire: WireError): Error {
+  const cause = Object.assign(new Error(wire.message), wire.code === undefined ? {} : { code: wire.code });
+  return wire.kind === undefined ? cause : new StoreUnavailable(wire.kind, { cause });
+}
