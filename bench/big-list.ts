@@ -15,7 +15,7 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIG_LIST_PLANTS } from "./options";
-import { cli, fail, fmt, memoryKiB, type Running, startTarget, TARGETS, type Target } from "./targets";
+import { cli, fail, fmt, memoryKiB, type Running, startTarget, type Target, target as targetNamed } from "./targets";
 
 const CONCURRENCY = [1, 8] as const;
 const POLL_MS = 10;
@@ -121,6 +121,10 @@ async function phase(server: Running, token: string, readers: number, idleRssKiB
   return { phase, sizes };
 }
 
+/** The service against the like-for-like baseline, which writes the same access-log lines. */
+const SIDES = ["service", "baseline"] as const;
+type Side = (typeof SIDES)[number];
+
 async function measure(target: Target, databasePath: string, token: string): Promise<BigListFigures> {
   const server = await startTarget(target, databasePath);
   try {
@@ -149,15 +153,15 @@ async function measure(target: Target, databasePath: string, token: string): Pro
   }
 }
 
-/** Both targets on copies of one seeded file; fails when their bodies differ in size. */
+/** The service and the baseline on copies of one seeded file; fails when their bodies differ in size. */
 export async function bigListScenario(dir: string, plants = BIG_LIST_PLANTS) {
   const seeded = join(dir, "big-list.sqlite");
   const token = await seedBigOwner(seeded, plants);
-  const figures = {} as Record<Target["name"], BigListFigures>;
-  for (const target of TARGETS) {
-    const path = join(dir, `big-list-${target.name}.sqlite`);
+  const figures = {} as Record<Side, BigListFigures>;
+  for (const side of SIDES) {
+    const path = join(dir, `big-list-${side}.sqlite`);
     copyFileSync(seeded, path);
-    figures[target.name] = await measure(target, path, token);
+    figures[side] = await measure(targetNamed(side), path, token);
   }
   if (figures.service.bodyBytes !== figures.baseline.bodyBytes) {
     fail(`big list: the service sent ${figures.service.bodyBytes} bytes, the baseline ${figures.baseline.bodyBytes}`);
@@ -166,7 +170,7 @@ export async function bigListScenario(dir: string, plants = BIG_LIST_PLANTS) {
 }
 
 /** The scenario's rows for the bench's Markdown table (service / baseline columns). */
-export function bigListRows(figures: Record<Target["name"], BigListFigures>, plants = BIG_LIST_PLANTS): string[] {
+export function bigListRows(figures: Record<Side, BigListFigures>, plants = BIG_LIST_PLANTS): string[] {
   const rows: string[] = [];
   const mib = (kib: number) => `${fmt(kib / 1024, 1)} MiB`;
   for (const [i, readers] of CONCURRENCY.entries()) {
@@ -180,7 +184,7 @@ export function bigListRows(figures: Record<Target["name"], BigListFigures>, pla
   return rows;
 }
 
-export function printBigList(figures: Record<Target["name"], BigListFigures>, plants = BIG_LIST_PLANTS) {
+export function printBigList(figures: Record<Side, BigListFigures>, plants = BIG_LIST_PLANTS) {
   console.log(
     `\nBig list: one owner with ${fmt(plants)} plants (${fmt(figures.service.bodyBytes / 2 ** 20, 1)} MiB of JSON), read whole by curl while /healthz is polled every ${POLL_MS} ms; growth is above the idle RSS (service ${fmt(figures.service.idleRssKiB / 1024, 1)} MiB, baseline ${fmt(figures.baseline.idleRssKiB / 1024, 1)} MiB); the baseline builds the whole answer at once\n`,
   );

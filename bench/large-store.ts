@@ -9,7 +9,7 @@
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { ROUNDS } from "./options";
-import { cli, fmt, median, type Running, seedOverHttp, startTarget, TARGETS, type Target } from "./targets";
+import { cli, fmt, median, type Running, seedOverHttp, startTarget, target } from "./targets";
 import { type WrkResult, wrk } from "./wrk";
 
 const USERS = 1000;
@@ -87,7 +87,7 @@ export interface LargeStoreFigures {
 }
 
 export async function largeStoreCheck(dir: string): Promise<LargeStoreFigures> {
-  const service = TARGETS[0] as Target;
+  const service = target("service");
   const smallPath = join(dir, "small.sqlite");
   const largePath = join(dir, "large.sqlite");
   const readers: Record<string, [string, string]> = {};

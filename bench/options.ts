@@ -23,11 +23,11 @@ function engine(): (typeof ENGINES)[number] {
 export const ENGINE = engine();
 
 /** Alternating rounds of every wrk scenario. */
-export const ROUNDS = Number(env.BENCH_ROUNDS ?? 5);
+export const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 /** Seconds of each wrk run. */
-export const SECONDS = Number(env.BENCH_SECONDS ?? 4);
+export const SECONDS = Number(env.BENCH_SECONDS ?? 5);
 /** wrk's open connections (over 2 threads; on PostgreSQL, split over two wrk processes for two instances). */
-export const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 32);
+export const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 /** BENCH_LARGE=0 skips the 1,000,000-plant store (SQLite only): its read check and the page scenario. */
 export const LARGE = env.BENCH_LARGE !== "0";
 /** BENCH_BIG_LIST=0 skips the big-list scenario (bench/big-list.ts; SQLite only). */

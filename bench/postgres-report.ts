@@ -1,11 +1,14 @@
 /**
- * The PostgreSQL bench's table and target verdicts (bench/postgres.ts): one service instance
- * and two, side by side, each against the baseline of the same rounds.
+ * The PostgreSQL bench's tables and target verdicts (bench/postgres.ts): one service instance
+ * and two, side by side, each against the baseline of the same rounds; then one instance
+ * against the bare floor (bench/floor-report.ts), figures only: the floor's targets are set for
+ * SQLite.
  */
+import { floorReport } from "./floor-report";
 import { errorCount, figure, mark, pairedRatio, type Results, ratio, SCENARIOS } from "./rounds";
 import { fmt } from "./targets";
 
-export type PostgresContender = "baseline" | "1 instance" | "2 baselines" | "2 instances";
+export type PostgresContender = "baseline" | "1 instance" | "floor" | "2 baselines" | "2 instances";
 
 /** What the report says about the cluster the figures came from. */
 export interface ClusterFacts {
@@ -28,7 +31,8 @@ const mib = (kib: number) => `${fmt(kib / 1024, 1)} MiB`;
 export function postgresReport(
   results: Results<PostgresContender>,
   facts: ClusterFacts,
-  rss: { baseline: number; first: number; second: number },
+  rss: { baseline: number; first: number; second: number; floor: number },
+  coldStart: { "1 instance": number; floor: number },
 ): void {
   const connections = Object.entries(facts.connections)
     .map(([database, count]) => `${database} ${count}`)
@@ -66,6 +70,16 @@ export function postgresReport(
   console.log(
     `| peak RSS | ${mib(rss.baseline)} | ${mib(rss.first)} | ${fmt(ratio(rss.first, rss.baseline), 2)}× | | ${mib(rss.first)} + ${mib(rss.second)} | | | | | |`,
   );
+  console.log(
+    "\nAgainst the bare floor — floor: the baseline with no access log, metrics or request ids (BASELINE_BARE=1); cold start through `bun run start` and `bun run bench:floor:postgres`; no targets here\n",
+  );
+  floorReport({
+    results,
+    floor: "floor",
+    sides: ["1 instance"],
+    rss: { "1 instance": rss.first, floor: rss.floor },
+    coldStart,
+  });
   console.log(`\nTargets:\n  ${verdicts.join("\n  ")}`);
   console.log(allMet ? "\nAll targets met." : "\nSome targets are not met (see above).");
 }

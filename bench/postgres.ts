@@ -9,25 +9,30 @@
  * connections each (the same two client threads and users as one wrk with -t2): their req/s
  * are summed and the worse p50 and p99 taken. Two baseline processes are loaded the same way, so
  * two instances are also compared like for like: on a 2-core machine a second process competes
- * with the first and with PostgreSQL for the same cores, whatever it runs.
+ * with the first and with PostgreSQL for the same cores, whatever it runs. One instance is also
+ * compared with the bare floor (the baseline without its access log, metrics and request ids),
+ * cold start included: `bun run start` against `bun run bench:floor:postgres`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
+import { coldStart } from "./cold-start";
 import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, type PostgresContender, postgresReport } from "./postgres-report";
 import { readyForLoad, runRounds, type Scenario, SEED_PER_USER, type TokenPair } from "./rounds";
-import { cli, fail, onFail, peakRssKiB, ROOT, type Running, startTarget, TARGETS, type Target } from "./targets";
+import { cli, fail, onFail, peakRssKiB, ROOT, type Running, startTarget, type Target, target } from "./targets";
 import { type WrkResult, wrk } from "./wrk";
 
-const SERVICE_COMMAND = (TARGETS.find((target) => target.name === "service") as Target).command;
-const SERVICE: Target = { name: "service", command: SERVICE_COMMAND, env: { RATE_LIMIT_PER_MINUTE: "0" } };
-const BASELINE: Target = {
-  name: "baseline",
-  command: ["bun", join(ROOT, "bench/baseline/postgres-server.ts")],
-  env: {},
+const SERVICE: Target = { ...target("service"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" } };
+const BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/postgres-server.ts")];
+const BASELINE: Target = { name: "baseline", command: BASELINE_COMMAND, env: {} };
+const FLOOR: Target = {
+  name: "floor",
+  command: BASELINE_COMMAND,
+  script: "bench:floor:postgres",
+  env: { BASELINE_BARE: "1" },
 };
 
 /** Two wrk runs at once, as one: req/s summed, the worse latency, every error counted. */
@@ -89,10 +94,16 @@ export async function postgresBench(): Promise<void> {
     const databases = {
       service: await createDatabase(cluster.url, "bench_service"),
       baseline: await createDatabase(cluster.url, "bench_baseline"),
+      floor: await createDatabase(cluster.url, "bench_floor"),
     };
-    // The baseline does not migrate: the service's CLI gives its database the same schema.
+    // The baseline does not migrate: the service's CLI gives its databases the same schema.
     await cli(["migrate"], databases.baseline);
-    const tokens = { service: await tokensFor(databases.service), baseline: await tokensFor(databases.baseline) };
+    await cli(["migrate"], databases.floor);
+    const tokens = {
+      service: await tokensFor(databases.service),
+      baseline: await tokensFor(databases.baseline),
+      floor: await tokensFor(databases.floor),
+    };
     const start = async (target: Target, database: string) => {
       const server = await startTarget(target, database, join(logs, target.name));
       running.push(server);
@@ -107,6 +118,8 @@ export async function postgresBench(): Promise<void> {
     await readyForLoad("service, instance 1", first.url, tokens.service);
     const second = await start(SERVICE, databases.service);
     await readyForLoad("service, instance 2", second.url, tokens.service, false);
+    const floor = await start(FLOOR, databases.floor);
+    await readyForLoad("floor", floor.url, tokens.floor);
 
     const half = Math.ceil(CONNECTIONS / 2);
     /** Two processes, one wrk each; one user per wrk, the second's ids half-way to the next run's base. */
@@ -125,6 +138,7 @@ export async function postgresBench(): Promise<void> {
     const results = await runRounds<PostgresContender>([
       { name: "baseline", run: (scenario, idBase) => wrk(baseline.url, scenario, [...tokens.baseline, `${idBase}`]) },
       { name: "1 instance", run: (scenario, idBase) => wrk(first.url, scenario, [...tokens.service, `${idBase}`]) },
+      { name: "floor", run: (scenario, idBase) => wrk(floor.url, scenario, [...tokens.floor, `${idBase}`]) },
       { name: "2 baselines", run: split(baseline, baseline2, tokens.baseline) },
       { name: "2 instances", run: split(first, second, tokens.service) },
     ]);
@@ -134,13 +148,24 @@ export async function postgresBench(): Promise<void> {
       baseline: await peakRssKiB(baseline.pid),
       first: await peakRssKiB(first.pid),
       second: await peakRssKiB(second.pid),
+      floor: await peakRssKiB(floor.pid),
     };
     for (const server of running.splice(0)) await server.stop();
+    const cold = {
+      "1 instance": await coldStart(SERVICE, databases.service, tokens.service[0], {
+        logPrefix: join(logs, "cold"),
+        viaBunRun: true,
+      }),
+      floor: await coldStart(FLOOR, databases.floor, tokens.floor[0], {
+        logPrefix: join(logs, "cold"),
+        viaBunRun: true,
+      }),
+    };
 
     console.log(
       `\nPlant Store on PostgreSQL vs baseline — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS} (2 instances: two wrk -t1, -c${half} and -c${CONNECTIONS - half}, one per instance, req/s summed, the worse p50 and p99), ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
-    postgresReport(results, facts, rss);
+    postgresReport(results, facts, rss, cold);
   } finally {
     for (const server of running) await server.stop();
     await cluster.stop();

@@ -1,151 +1,98 @@
 /**
- * `bun run bench`: the service against the no-framework baseline (bench/baseline/), same
- * machine, same load, alternating rounds, every figure as a ratio to the baseline.
+ * `bun run bench`: the service against bench/baseline/ on the same machine and load, in
+ * alternating rounds, every figure a ratio. Four contenders: the service with default settings
+ * (the access log on) and with LOG_LEVEL=warn, the like-for-like baseline (the same logging and
+ * metrics work, table A: what the framework and the ORM cost) and the bare floor (no access
+ * log, metrics or request ids, table B: what the service costs in all).
  *
  * Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
  * read scenario on a 2,000-plant one (bench/large-store.ts), and the big-list scenario
  * (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled).
  * Options: bench/options.ts. With `--engine postgres` (or BENCH_ENGINE=postgres), the same
  * scenarios on PostgreSQL instead (bench/postgres.ts).
- *
- * The machine is shared and noisy, so each ratio is the median of per-round ratios: in a
- * round the service and the baseline run back to back (their order alternating), so both
- * see much the same background load (bench/rounds.ts).
  */
-import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { baselineReport, tagIndexNote } from "./baseline-report";
 import { bigListScenario, printBigList } from "./big-list";
+import { coldStart } from "./cold-start";
+import { type FloorTargets, floorReport } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
 import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS } from "./options";
-import {
-  errorCount,
-  type Figure,
-  figure,
-  mark,
-  pairedRatio,
-  type Results,
-  ratio,
-  readyForLoad,
-  runRounds,
-  SCENARIOS,
-  type Scenario,
-  SEED_PER_USER,
-  type TokenPair,
-} from "./rounds";
-import { cli, fail, fmt, median, peakRssKiB, type Running, startTarget, TARGETS, type Target } from "./targets";
+import { readyForLoad, runRounds, SEED_PER_USER, type TokenPair } from "./rounds";
+import { cli, fail, peakRssKiB, type Running, startTarget, TARGETS, type TargetName, target } from "./targets";
 import { wrk } from "./wrk";
 
-/** Launch to the first successful authenticated request, in ms. */
-async function coldStart(target: Target, databasePath: string, token: string): Promise<number> {
-  const started = performance.now();
-  const server = await startTarget(target, databasePath);
-  const response = await fetch(`${server.url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
-  const elapsed = performance.now() - started;
-  await server.stop();
-  if (response.status !== 200) fail(`${target.name}: the cold-start request got ${response.status}, not 200`);
-  return elapsed;
-}
-
-const TAG_INDEX = "plants_owner_tag_id_name_idx";
-
 /**
- * Whether each side's store carries the tag filter's index, which every create and delete
- * also updates: the write ratio is a fair one only when both do.
+ * The service's targets against the floor. Writes may beat it: the service commits at
+ * synchronous=FULL with group commit, the floor one transaction per write at NORMAL.
  */
-function tagIndexNote(paths: Record<Target["name"], string>): string {
-  const has = (path: string) => {
-    const db = new Database(path, { readonly: true });
-    const found = db.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?").get(TAG_INDEX) !== null;
-    db.close();
-    return found ? "has" : "lacks";
-  };
-  return `Writes and the tag index: the service's store ${has(paths.service)} ${TAG_INDEX} (owner_id, tag, id, name), the baseline's ${has(paths.baseline)} it (it applies the same drizzle/ migrations, though it does not filter by tag), so each create and delete updates it on ${has(paths.service) === has(paths.baseline) ? "both sides alike" : "one side only"}.`;
-}
+const FLOOR_TARGETS: FloorTargets<"service" | "service-warn"> = {
+  minRps: { service: { read: 0.8, write: 1.3, mix: 1.0 }, "service-warn": { read: 0.9 } },
+  maxP99: 1.3,
+  maxRss: 1.3,
+  maxColdStart: 2,
+};
 
 async function main() {
   if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
   if (BIG_LIST && Bun.spawnSync(["which", "curl"]).exitCode !== 0) fail("curl is not installed (or BENCH_BIG_LIST=0)");
+  process.once("SIGINT", () => fail("interrupted"));
   const dir = mkdtempSync(join(tmpdir(), "plant-store-bench-"));
   try {
-    const paths = { service: join(dir, "service.sqlite"), baseline: join(dir, "baseline.sqlite") };
-    const tokens: Record<string, TokenPair> = {};
-    const running: Record<string, Running> = {};
-    for (const target of TARGETS) {
-      const path = paths[target.name];
-      const a = await cli(["token", "create", "--user", "bench-a"], path);
-      const b = await cli(["token", "create", "--user", "bench-b"], path);
-      tokens[target.name] = [a, b];
-      running[target.name] = await startTarget(target, path);
-      await readyForLoad(target.name, (running[target.name] as Running).url, [a, b]);
+    const paths = Object.fromEntries(TARGETS.map(({ name }) => [name, join(dir, `${name}.sqlite`)])) as Record<
+      TargetName,
+      string
+    >;
+    const tokens = {} as Record<TargetName, TokenPair>;
+    const running = {} as Record<TargetName, Running>;
+    for (const { name } of TARGETS) {
+      const a = await cli(["token", "create", "--user", "bench-a"], paths[name]);
+      const b = await cli(["token", "create", "--user", "bench-b"], paths[name]);
+      tokens[name] = [a, b];
+      running[name] = await startTarget(target(name), paths[name]);
+      await readyForLoad(name, running[name].url, [a, b]);
     }
 
-    const results: Results<Target["name"]> = await runRounds(
-      TARGETS.map((target) => ({
-        name: target.name,
-        run: (scenario, idBase) =>
-          wrk((running[target.name] as Running).url, scenario, [...(tokens[target.name] as TokenPair), String(idBase)]),
+    const results = await runRounds(
+      TARGETS.map(({ name }) => ({
+        name,
+        run: (scenario, idBase) => wrk(running[name].url, scenario, [...tokens[name], String(idBase)]),
       })),
     );
-    const rss: Record<string, number> = {};
-    for (const target of TARGETS) {
-      const server = running[target.name] as Running;
-      rss[target.name] = await peakRssKiB(server.pid);
-      await server.stop();
+    const rss = {} as Record<TargetName, number>;
+    for (const { name } of TARGETS) {
+      rss[name] = await peakRssKiB(running[name].pid);
+      await running[name].stop();
     }
 
-    const cold: Record<string, number> = {};
-    for (const target of TARGETS) {
-      const times: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        times.push(await coldStart(target, paths[target.name], (tokens[target.name] as [string, string])[0]));
-      }
-      cold[target.name] = median(times);
-    }
-
-    const rows: string[] = [];
-    const verdicts: string[] = [];
-    let allMet = true;
-    const m = (target: Target["name"], scenario: Scenario, key: Figure) => figure(results, target, scenario, key);
-    for (const scenario of SCENARIOS) {
-      const rps = pairedRatio(results, "service", "baseline", scenario, "rps");
-      const p99 = pairedRatio(results, "service", "baseline", scenario, "p99");
-      const non2xx = errorCount(results, "service", scenario);
-      rows.push(
-        `| ${scenario} | ${fmt(m("service", scenario, "rps"))} | ${fmt(m("baseline", scenario, "rps"))} | **${fmt(rps, 2)}×** | ${fmt(m("service", scenario, "p50"), 2)} / ${fmt(m("baseline", scenario, "p50"), 2)} | ${fmt(m("service", scenario, "p99"), 2)} / ${fmt(m("baseline", scenario, "p99"), 2)} | **${fmt(p99, 2)}×** | ${non2xx} |`,
-      );
-      const met = rps >= 0.85 && p99 <= 1.3 && non2xx === 0;
-      allMet &&= met;
-      verdicts.push(
-        `${scenario}: throughput ${fmt(rps, 2)}× (≥ 0.85), p99 ${fmt(p99, 2)}× (≤ 1.3), errors ${non2xx} → ${mark(met)}`,
-      );
-    }
-    const rssRatio = ratio(rss.service as number, rss.baseline as number);
-    const coldMet = (cold.service as number) <= 150;
-    allMet &&= rssRatio <= 1.5 && coldMet;
-    verdicts.push(`peak RSS ${fmt(rssRatio, 2)}× (≤ 1.5) → ${mark(rssRatio <= 1.5)}`);
-    verdicts.push(`cold start ${fmt(cold.service as number)} ms (≤ 150) → ${mark(coldMet)}`);
+    const cold = (name: TargetName, viaBunRun: boolean) =>
+      coldStart(target(name), paths[name], tokens[name][0], { viaBunRun });
+    const direct = { service: await cold("service", false), baseline: await cold("baseline", false) };
+    const viaBunRun = {
+      service: await cold("service", true),
+      "service-warn": await cold("service-warn", true),
+      floor: await cold("floor", true),
+    };
 
     console.log(
-      `\nPlant Store vs baseline — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
+      `\nPlant Store vs bench/baseline/ — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
     console.log(
-      `service: synchronous=FULL with group commit; baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL\n`,
+      "\nA. Like for like — service: synchronous=FULL with group commit, access log on; baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work\n",
     );
-    console.log(
-      "| scenario | service req/s | baseline req/s | ratio | p50 ms service / baseline | p99 ms service / baseline | p99 ratio | service non-2xx |",
-    );
-    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for (const row of rows) console.log(row);
-    console.log(
-      `| peak RSS | ${fmt((rss.service as number) / 1024, 1)} MiB | ${fmt((rss.baseline as number) / 1024, 1)} MiB | **${fmt(rssRatio, 2)}×** | | | | |`,
-    );
-    console.log(
-      `| cold start | ${fmt(cold.service as number)} ms | ${fmt(cold.baseline as number)} ms | ${fmt(ratio(cold.service as number, cold.baseline as number), 2)}× | | | | |`,
-    );
-
+    const tableA = baselineReport(results, rss, direct);
     console.log(`\n${tagIndexNote(paths)}`);
+    console.log(
+      "\nB. Against the bare floor — floor: the baseline with no access log, metrics or request ids (BASELINE_BARE=1), synchronous=NORMAL; service: as in A; service-warn: the same with LOG_LEVEL=warn (no request lines); cold start through `bun run start` and `bun run bench:floor`\n",
+    );
+    const tableB = floorReport(
+      { results, floor: "floor", sides: ["service", "service-warn"], rss, coldStart: viaBunRun },
+      FLOOR_TARGETS,
+    );
+    const verdicts = [...tableA.verdicts, ...tableB.verdicts];
+    let allMet = tableA.allMet && tableB.allMet;
 
     if (LARGE) {
       const large = await largeStoreCheck(dir);

@@ -1,30 +1,40 @@
 /**
- * What every bench scenario shares: the two targets (the service and the no-framework
- * baseline), starting one on a database file, the CLI, and reading a process's memory.
+ * What every bench scenario shares: the targets (the service, with its default log level and
+ * with LOG_LEVEL=warn, the like-for-like baseline and the bare floor), starting one on a
+ * database, the CLI, and reading a process's memory.
  */
 import { join } from "node:path";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 
+export type TargetName = "service" | "service-warn" | "baseline" | "floor";
+
 export interface Target {
-  name: "service" | "baseline";
+  name: TargetName;
   command: string[];
+  /** The package.json script that starts it as an operator would, `bun run <script>` (cold start vs the floor). */
+  script?: string;
   env: Record<string, string>;
 }
 
+const SERVICE_COMMAND = ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")];
+const BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/server.ts")];
+// Default settings (durable writes, the access log on) but rate limiting off, so the load is not throttled.
+const SERVICE_ENV = { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" };
+
 export const TARGETS: Target[] = [
+  { name: "service", command: SERVICE_COMMAND, script: "start", env: SERVICE_ENV },
+  { name: "service-warn", command: SERVICE_COMMAND, script: "start", env: { ...SERVICE_ENV, LOG_LEVEL: "warn" } },
+  { name: "baseline", command: BASELINE_COMMAND, env: { DB_SYNCHRONOUS: "NORMAL" } },
   {
-    name: "service",
-    command: ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")],
-    // Production settings: durable writes; rate limiting off so the load is not throttled.
-    env: { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0" },
-  },
-  {
-    name: "baseline",
-    command: ["bun", join(ROOT, "bench/baseline/server.ts")],
-    env: { DB_SYNCHRONOUS: "NORMAL" },
+    name: "floor",
+    command: BASELINE_COMMAND,
+    script: "bench:floor",
+    env: { DB_SYNCHRONOUS: "NORMAL", BASELINE_BARE: "1" },
   },
 ];
+
+export const target = (name: TargetName) => TARGETS.find((candidate) => candidate.name === name) as Target;
 
 export interface Running {
   url: string;
@@ -32,8 +42,8 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-/** Servers started and not yet stopped: a failing bench stops them rather than leave them behind. */
-const live = new Set<{ kill(): void }>();
+/** How to kill the servers started and not yet stopped: a failing bench stops them rather than leave them behind. */
+const live = new Set<() => void>();
 /** What else a failing bench must not leave behind (a database cluster): synchronous, run once. */
 const cleanups = new Set<() => void>();
 
@@ -45,7 +55,7 @@ export function onFail(cleanup: () => void): { release(): void } {
 
 export function fail(message: string): never {
   console.error(`bench: ${message}`);
-  for (const proc of live) proc.kill();
+  for (const kill of live) kill();
   for (const cleanup of cleanups) cleanup();
   process.exit(1);
 }
@@ -70,31 +80,65 @@ let launches = 0;
 /** A fresh file per launch: Bun does not truncate a file it is given as stdout. */
 const logPathFor = (logPrefix: string, name: string) => `${logPrefix}.${name}-${++launches}.log`;
 
+/** Signals every process of the group; false once none is left. */
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once no process of the group is left, SIGKILLing it past the deadline. */
+async function groupGone(pgid: number, name: string): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (signalGroup(pgid, 0)) {
+    if (performance.now() > deadline) {
+      signalGroup(pgid, "SIGKILL");
+      fail(`${name}: a process started by bun run outlived it by 10 s`);
+    }
+    await Bun.sleep(5);
+  }
+}
+
 /**
  * Starts the target on `database` (its DATABASE_URL), its output going to a file named from
  * `logPrefix`: beside the database file by default; give one for a database that is no file.
+ * With `viaBunRun`, through `bun run <script>` in a process group of its own: bun run starts
+ * the server as its child, and stopping signals the whole group, then waits until it is empty.
  */
-export async function startTarget(target: Target, database: string, logPrefix = database): Promise<Running> {
+export async function startTarget(
+  target: Target,
+  database: string,
+  logPrefix = database,
+  viaBunRun = false,
+): Promise<Running> {
+  if (viaBunRun && target.script === undefined) fail(`${target.name} has no package.json script to bun run`);
   const logPath = logPathFor(logPrefix, target.name);
   let exited = false;
-  const proc = Bun.spawn(target.command, {
+  const proc = Bun.spawn(viaBunRun ? ["bun", "run", "--silent", target.script as string] : target.command, {
     cwd: ROOT,
     env: { ...process.env, ...target.env, PORT: "0", HOST: "127.0.0.1", DATABASE_URL: database },
     stdout: Bun.file(logPath),
     stderr: "inherit",
+    detached: viaBunRun,
     onExit: () => {
       exited = true;
-      live.delete(proc);
+      if (!viaBunRun) live.delete(kill);
     },
   });
-  live.add(proc);
+  const kill = viaBunRun ? () => signalGroup(proc.pid, "SIGTERM") : () => proc.kill("SIGTERM");
+  live.add(kill);
   const url = await waitForListening(target.name, logPath, () => exited);
   return {
     url,
     pid: proc.pid,
     stop: async () => {
-      proc.kill("SIGTERM");
+      kill();
       await proc.exited;
+      if (viaBunRun) await groupGone(proc.pid, target.name);
+      live.delete(kill);
     },
   };
 }

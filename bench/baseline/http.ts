@@ -4,7 +4,7 @@
  * query parameter and the POST /plants body.
  */
 import { BodyError, type NewPlant, parseNewPlant, readBody } from "./body";
-import { notes } from "./observe";
+import { BARE, notes } from "./observe";
 
 const INT32_MAX = 2_147_483_647;
 /** parseLimit's answer when the query has no `limit` (SQLite also reads LIMIT -1 as "no limit"). */
@@ -105,6 +105,7 @@ export function bearerToken(request: Request): string | undefined {
 
 /** Puts the caller's user id on the request's access-log line. */
 export function noteUser(request: Request, userId: number): void {
+  if (BARE) return;
   const note = notes.get(request);
   if (note) note.userId = userId;
 }

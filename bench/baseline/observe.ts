@@ -4,6 +4,9 @@
  * JSON access-log line on stdout (buffered, written in large chunks), and a request counter
  * and latency histogram by method, route and status. Without it the ratio would compare an
  * observed service with an unobserved one.
+ *
+ * BASELINE_BARE=1 skips all of it (no request id, no log line, no metrics, no log writer): the
+ * bench's floor, what a server with no observability at all costs.
  */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
 const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
@@ -19,11 +22,23 @@ export interface Note {
   userId: number | undefined;
 }
 
+function bareSetting(): boolean {
+  const value = process.env.BASELINE_BARE?.trim() || "0";
+  if (value !== "0" && value !== "1") {
+    console.error(`plant-store baseline: BASELINE_BARE must be 0 or 1, not "${value}"`);
+    process.exit(1);
+  }
+  return value === "1";
+}
+
+/** No per-request observation at all (BASELINE_BARE=1). */
+export const BARE = bareSetting();
+
 export const notes = new WeakMap<Request, Note>();
 const series = new Map<string, Series>();
-const sink = Bun.file(1).writer({ highWaterMark: 64 * 1024 });
-setInterval(() => sink.flush(), 50).unref();
-export const flushLog = () => sink.flush();
+const sink = BARE ? undefined : Bun.file(1).writer({ highWaterMark: 64 * 1024 });
+if (sink) setInterval(() => sink.flush(), 50).unref();
+export const flushLog = () => sink?.flush();
 
 function routeOf(url: string): string {
   const start = url.indexOf("/", 8);
@@ -48,7 +63,7 @@ function record(request: Request, note: Note, status: number, started: number) {
   while (bucket < BUCKETS.length && seconds > (BUCKETS[bucket] as number)) bucket++;
   s.perBucket[bucket] = (s.perBucket[bucket] ?? 0) + 1;
   const user = note.userId === undefined ? "" : `,"userId":${note.userId}`;
-  sink.write(
+  sink?.write(
     `{"level":"${status >= 500 ? "error" : "info"}","time":"${new Date().toISOString()}","reqId":${JSON.stringify(note.id)},` +
       `"method":${JSON.stringify(request.method)},"route":"${route}","status":${status},` +
       `"ms":${Math.round(seconds * 1e6) / 1000}${user},"msg":"request"}\n`,
@@ -56,6 +71,7 @@ function record(request: Request, note: Note, status: number, started: number) {
 }
 
 export function observed(handle: (request: Request) => Response | Promise<Response>) {
+  if (BARE) return handle;
   const finish = (request: Request, note: Note, started: number, response: Response) => {
     response.headers.set("x-request-id", note.id);
     record(request, note, response.status, started);

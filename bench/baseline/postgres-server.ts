@@ -8,7 +8,8 @@
  * to the next page, as the service does; a list past 1,000 plants is read in keyset steps of
  * 1,000, as the service does, but answered whole rather than streamed (not benchmarked).
  *
- * It does not migrate: run the service's `bun run cli migrate` on the database first.
+ * It does not migrate: run the service's `bun run cli migrate` on the database first. With
+ * BASELINE_BARE=1 (`bun run bench:floor:postgres`) it skips ./observe.ts's work, as ./server.ts.
  *
  *   PORT=0 DATABASE_URL=postgres://postgres@127.0.0.1:5432/baseline bun bench/baseline/postgres-server.ts
  */

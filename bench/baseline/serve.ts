@@ -1,7 +1,7 @@
 /**
  * The routes and the server both baselines share: each brings its own handlers and store, this
  * matches the request target the way the service's router does and runs Bun.serve with the
- * per-request work of ./observe.ts. Prints exactly one line, `listening on http://HOST:PORT`,
+ * per-request work of ./observe.ts (none with BASELINE_BARE=1). Prints exactly one line, `listening on http://HOST:PORT`,
  * once it accepts connections, and closes the store on SIGINT/SIGTERM.
  */
 import { BODY_LIMIT_BYTES, TOO_LARGE } from "./body";

@@ -8,6 +8,10 @@
  * libraries cost. Not done: rate limiting (the bench runs the service with RATE_LIMIT_PER_MINUTE=0),
  * CORS (off by default in the service) and /swagger. `/healthz` answers `{"status":"ok"}`.
  *
+ * With BASELINE_BARE=1 (`bun run bench:floor`) it skips ./observe.ts's work, the same checks
+ * and statements without the request id, access log or metrics: the bench's floor, what no
+ * framework and no observability cost.
+ *
  *   PORT=0 HOST=127.0.0.1 DATABASE_URL=/tmp/b.sqlite DB_SYNCHRONOUS=NORMAL bun bench/baseline/server.ts
  *
  * Prints exactly one line, `listening on http://HOST:PORT`, once it accepts connections.
