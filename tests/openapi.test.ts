@@ -189,7 +189,7 @@ describe("Swagger UI at /swagger", () => {
 });
 
 describe("where the document and the page are served", () => {
-  test("/openapi.json is the same document as /swagger/json", async () => {
+  test("/openapi.json and /swagger/json/ are the same document as /swagger/json", async () => {
     const t = await makeTestApp();
     const documentAt = async (path: string) => {
       const response = await t.call("GET", path);
@@ -200,6 +200,8 @@ describe("where the document and the page are served", () => {
     const a = await documentAt("/openapi.json");
     const b = await documentAt("/swagger/json");
     expect(a).toEqual(b);
+    // The trailing slash once served the document with each schema's $id left in.
+    expect(await documentAt("/swagger/json/")).toEqual(b);
     expect((a as { info: { title: string } }).info.title).toBe("Plant Store");
   });
 

@@ -1,5 +1,4 @@
-import http, { type IncomingMessage } from "node:http";
-import https from "node:https";
+import type { IncomingMessage } from "node:http";
 import type { LookupFunction } from "node:net";
 import { deadlineOf, raceSignal, reasonOf } from "./failure";
 import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
@@ -72,7 +71,8 @@ export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   try {
     const url = parse(input.url);
     const target = await raceSignal(checkedAddress(url, input), deadline.signal);
-    const answer = await exchange(url, target, input, deadline.signal);
+    const client = await clientFor(url);
+    const answer = await exchange(client, url, target, input, deadline.signal);
     const retry = retryAfterMs(answer.retryAfter);
     return { status: answer.status, durationMs: durationMs(), ...(retry === undefined ? {} : { retryAfterMs: retry }) };
   } catch (error) {
@@ -93,12 +93,27 @@ function parse(text: string): URL {
   return url;
 }
 
+type Client = Pick<typeof import("node:http"), "request">;
+
+/**
+ * node:http and node:https are loaded with the first attempt, not at start: together they were
+ * about 7 ms of a cold start, and most starts have no delivery due.
+ */
+const clientFor = (url: URL): Promise<Client> =>
+  url.protocol === "https:" ? import("node:https") : import("node:http");
+
 /**
  * POSTs to the pinned address; no redirect is followed (node:http never does). `agent: false`
  * gives every attempt its own connection: a pooled socket is keyed by host and port, not by the
  * address this attempt checked, and attempts to one receiver are minutes apart anyway.
  */
-function exchange(url: URL, target: Target, input: AttemptInput, deadline: AbortSignal): Promise<Answer> {
+function exchange(
+  client: Client,
+  url: URL,
+  target: Target,
+  input: AttemptInput,
+  deadline: AbortSignal,
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers)) {
     if (!/^(host|content-length|transfer-encoding)$/i.test(name)) headers[name] = value;
@@ -107,7 +122,7 @@ function exchange(url: URL, target: Target, input: AttemptInput, deadline: Abort
   headers["content-length"] = String(Buffer.byteLength(input.body));
   const secure = url.protocol === "https:";
   return new Promise((resolve, reject) => {
-    const request = (secure ? https : http).request({
+    const request = client.request({
       host: bare(url.hostname),
       port: Number(url.port) || (secure ? 443 : 80),
       path: `${url.pathname}${url.search}`,
