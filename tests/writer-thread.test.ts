@@ -143,4 +143,25 @@ describe.if(onSqlite)("a writer thread that dies", () => {
     );
     expect(crashed).toBe(2);
   });
+
+  test("a writer thread that cannot open the file (it is gone): 503 io for its writes, logged, never a new empty file", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plant-store-writer-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, "gone.sqlite");
+    const crashes: unknown[] = [];
+    const writer = startWorkerWriter({
+      path,
+      synchronous: "FULL",
+      texts: {} as WriteSql,
+      maxQueued: 10,
+      lockTimeoutMs: 1_000,
+      onCrash: (error) => crashes.push(error),
+    });
+    cleanups.push(() => writer.close());
+    const failed = await writer.run("probe", []).catch((error) => error);
+    expect(failed).toBeInstanceOf(StoreUnavailable);
+    expect((failed as StoreUnavailable).kind).toBe("io");
+    expect(crashes).toHaveLength(1);
+    expect(await Bun.file(path).exists()).toBe(false);
+  });
 });

@@ -25,8 +25,6 @@ interface PendingWrite {
 const MAX_LOCK_POLL_MS = 50;
 /** Store problems that make writes fail until something changes outside the process. */
 const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]);
-/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
-const PROBE_EVERY_MS = 1_000;
 
 /**
  * Group commit. With synchronous=FULL every commit waits for an fsync; writes that arrive
@@ -53,10 +51,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   let firstQueuedAt = 0;
   let lockPolls = 0;
   let problem: StoreFailureKind | undefined;
-  let probedAt = Number.NEGATIVE_INFINITY;
-  // Rewrites page 1 with the value it holds: a real write that changes nothing.
-  const userVersion = sqlite.prepare<{ user_version: number }, []>("PRAGMA user_version");
-  const rewriteHeader = () => sqlite.run(`PRAGMA user_version = ${userVersion.get()?.user_version ?? 0}`);
 
   function setProblem(next: StoreFailureKind | undefined, error?: unknown) {
     if (next === problem) return;
@@ -177,19 +171,8 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
      */
     run,
 
-    /**
-     * Why writes are failing now (the last commit failed for lack of space, I/O or damage), if
-     * they are. While it is space or I/O, a write that changes nothing is tried now and then,
-     * so the answer turns healthy once the disk does, without waiting for a client's write.
-     */
-    problem(): StoreFailureKind | undefined {
-      const now = performance.now();
-      if ((problem === "full" || problem === "io") && now - probedAt >= PROBE_EVERY_MS) {
-        probedAt = now;
-        run(rewriteHeader, { bookkeeping: true }).catch(() => {});
-      }
-      return problem;
-    },
+    /** Why writes are failing now (the last commit failed for lack of space, I/O or damage), if they are. */
+    problem: (): StoreFailureKind | undefined => problem,
   };
 }
 

@@ -21,11 +21,6 @@ export interface SqliteStoreOptions {
   lockTimeoutMs: number;
   clock?: Clock;
   log: FaultLog;
-  /**
-   * Where commits run: "worker" (a writer thread, the default for a file) or "main" (the
-   * event loop's thread; the only choice for `:memory:`, which no second connection can open).
-   */
-  writer?: "worker" | "main";
 }
 
 /** The synchronous level the connection was opened with, for the writer's own connection. */
@@ -41,26 +36,26 @@ function synchronousOf(db: AppDatabase): SynchronousMode {
  */
 export function createSqliteStores(
   db: AppDatabase,
-  { maxQueued, lockTimeoutMs, clock = Date.now, log, writer }: SqliteStoreOptions,
+  { maxQueued, lockTimeoutMs, clock = Date.now, log }: SqliteStoreOptions,
 ): Stores {
   const sqlite = db.$client;
   const ping = sqlite.prepare("SELECT 1");
   const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
     problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
+  // A file gets a writer thread; `:memory:` cannot: no second connection can open it.
   const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
-  const writes: Writer =
-    (writer ?? (inMemory ? "main" : "worker")) === "worker"
-      ? startWorkerWriter({
-          path: sqlite.filename,
-          synchronous: synchronousOf(db),
-          texts: writeSql(db),
-          maxQueued,
-          lockTimeoutMs,
-          onHealthChange,
-          onCrash: (error) =>
-            log("the writer thread failed; its writes got 503 and a new one started", faultDetail(error)),
-        })
-      : inThreadWriter(sqlite, writeSql(db), { maxQueued, lockTimeoutMs, onHealthChange });
+  const writes: Writer = !inMemory
+    ? startWorkerWriter({
+        path: sqlite.filename,
+        synchronous: synchronousOf(db),
+        texts: writeSql(db),
+        maxQueued,
+        lockTimeoutMs,
+        onHealthChange,
+        onCrash: (error) =>
+          log("the writer thread failed; its writes got 503 and a new one started", faultDetail(error)),
+      })
+    : inThreadWriter(sqlite, writeSql(db), { maxQueued, lockTimeoutMs, onHealthChange });
   return {
     engine: "sqlite",
     synchronousReads: true,

@@ -1,7 +1,7 @@
 import type { SynchronousMode } from "../../config";
 import { type StoreFailureKind, StoreUnavailable } from "../store-errors";
 import type { WriteSql } from "./write-statements";
-import type { Writer } from "./writer";
+import { probing, type Writer } from "./writer";
 import { type FromWriter, fromWire, type ToWriter, type WriteBatch } from "./writer-protocol";
 
 export interface WorkerWriterOptions {
@@ -24,8 +24,6 @@ interface Waiting {
   counted: boolean;
 }
 
-/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
-const PROBE_EVERY_MS = 1_000;
 /** After the writer thread dies, a new one is started by a write, at most this often. */
 const RESPAWN_EVERY_MS = 1_000;
 
@@ -50,7 +48,6 @@ export function startWorkerWriter(options: WorkerWriterOptions): Writer {
   let counted = 0;
   let outbox: WriteBatch["writes"] = [];
   let problem: StoreFailureKind | undefined;
-  let probedAt = Number.NEGATIVE_INFINITY;
   let closed: (() => void) | undefined;
   let stopping = false;
   let spawnedAt = performance.now();
@@ -94,12 +91,11 @@ export function startWorkerWriter(options: WorkerWriterOptions): Writer {
         options.onHealthChange?.(problem, message.error && fromWire(message.error));
         return;
       case "open-failed":
-        failAll(new StoreUnavailable("io", { cause: fromWire(message.error) }));
+        // As a crash: the next write after the pause tries again with a new thread.
+        if (worker) crashed(worker, fromWire(message.error));
         return;
       case "closed":
         closed?.();
-        return;
-      case "ready":
         return;
     }
   }
@@ -113,9 +109,9 @@ export function startWorkerWriter(options: WorkerWriterOptions): Writer {
     if (thread !== worker) return;
     worker = undefined;
     thread.terminate();
-    if (stopping) return closed?.();
-    options.onCrash?.(error);
+    if (!stopping) options.onCrash?.(error);
     failAll(new StoreUnavailable("io", { cause: error }));
+    closed?.();
   }
 
   function send() {
@@ -126,37 +122,29 @@ export function startWorkerWriter(options: WorkerWriterOptions): Writer {
     worker.postMessage({ type: "writes", writes } satisfies ToWriter);
   }
 
-  const writer: Writer = {
-    thread: "worker",
-
-    run(name, args, { bookkeeping = false } = {}) {
-      if (stopping) return Promise.reject(new StoreUnavailable("capacity"));
-      if (!bookkeeping && counted >= options.maxQueued) return Promise.reject(new StoreUnavailable("capacity"));
-      if (!worker) {
-        if (performance.now() - spawnedAt < RESPAWN_EVERY_MS) {
-          return Promise.reject(new StoreUnavailable("io", { cause: new Error("the writer thread is restarting") }));
-        }
-        spawnedAt = performance.now();
-        worker = spawn();
+  const run: Writer["run"] = (name, args, { bookkeeping = false } = {}) => {
+    if (stopping) return Promise.reject(new StoreUnavailable("capacity"));
+    if (!bookkeeping && counted >= options.maxQueued) return Promise.reject(new StoreUnavailable("capacity"));
+    if (!worker) {
+      if (performance.now() - spawnedAt < RESPAWN_EVERY_MS) {
+        return Promise.reject(new StoreUnavailable("io", { cause: new Error("the writer thread is restarting") }));
       }
-      const id = ++nextId;
-      return new Promise((resolve, reject) => {
-        waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, counted: !bookkeeping });
-        if (!bookkeeping) counted++;
-        // Writes queued in one turn of the event loop cross to the writer in one message.
-        if (outbox.length === 0) setImmediate(send);
-        outbox.push({ id, name, args, bookkeeping });
-      });
-    },
+      spawnedAt = performance.now();
+      worker = spawn();
+    }
+    const id = ++nextId;
+    return new Promise((resolve, reject) => {
+      waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, counted: !bookkeeping });
+      if (!bookkeeping) counted++;
+      // Writes queued in one turn of the event loop cross to the writer in one message.
+      if (outbox.length === 0) setImmediate(send);
+      outbox.push({ id, name, args, bookkeeping });
+    });
+  };
 
-    problem() {
-      const now = performance.now();
-      if ((problem === "full" || problem === "io") && now - probedAt >= PROBE_EVERY_MS) {
-        probedAt = now;
-        writer.run("probe", [], { bookkeeping: true }).catch(() => {});
-      }
-      return problem;
-    },
+  return {
+    run,
+    problem: probing(() => problem, run),
 
     async close() {
       if (stopping) return;
@@ -172,5 +160,4 @@ export function startWorkerWriter(options: WorkerWriterOptions): Writer {
       thread.terminate();
     },
   };
-  return writer;
 }

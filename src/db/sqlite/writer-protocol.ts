@@ -26,7 +26,6 @@ export interface WireError {
 }
 
 export type FromWriter =
-  | { type: "ready"; threadId: number }
   | { type: "open-failed"; error: WireError }
   | { type: "done"; results: Array<[id: number, ok: true, value: unknown] | [id: number, ok: false, error: WireError]> }
   | { type: "health"; problem: StoreFailureKind | undefined; error?: WireError }

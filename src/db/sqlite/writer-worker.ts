@@ -5,7 +5,6 @@
  * the SQL comes from the main thread, written there by Drizzle (write-sql.ts).
  */
 import { Database } from "bun:sqlite";
-import { threadId } from "node:worker_threads";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { prepareWrites, type WriteRunner } from "./write-statements";
 import { type FromWriter, type ToWriter, toWire, type WriteBatch, type WriterInit } from "./writer-protocol";
@@ -38,7 +37,8 @@ function sendAnswers() {
 
 function open(init: WriterInit) {
   try {
-    sqlite = new Database(init.path, { strict: true });
+    // Never creates the file: one that is gone is a failure to report, not a new empty store.
+    sqlite = new Database(init.path, { readwrite: true, create: false, strict: true });
     // Per connection: the main thread set these on its own; WAL is the file's and already on.
     sqlite.run(`PRAGMA synchronous = ${init.synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
@@ -48,7 +48,6 @@ function open(init: WriterInit) {
       onHealthChange: (problem, error) =>
         post({ type: "health", problem, error: error === undefined ? undefined : toWire(error) }),
     });
-    post({ type: "ready", threadId });
   } catch (error) {
     post({ type: "open-failed", error: toWire(error) });
   }
@@ -58,7 +57,7 @@ function write({ writes }: WriteBatch) {
   for (const { id, name, args, bookkeeping } of writes) {
     unanswered++;
     if (!commit || !runWrite) {
-      answer([id, false, { message: "the writer's connection is not open" }]);
+      answer([id, false, { kind: "io", message: "the writer's connection is not open" }]);
       continue;
     }
     const run = runWrite;
