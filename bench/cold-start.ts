@@ -9,7 +9,10 @@
  * run the file inside bun run's own process and spare the floor one of the two Bun start-ups
  * the service pays for.
  */
-import { fail, median, startTarget, type Target } from "./targets";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cli, fail, fmt, median, onFail, startTarget, type Target, target } from "./targets";
 
 export const LAUNCHES = 5;
 
@@ -27,15 +30,61 @@ export async function coldStart(
   { logPrefix = database, viaBunRun = false }: ColdStartOptions = {},
 ): Promise<number> {
   const times: number[] = [];
-  for (let i = 0; i < LAUNCHES; i++) {
-    const started = performance.now();
-    const server = await startTarget(target, database, logPrefix, viaBunRun);
-    const response = await fetch(`${server.url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
-    const elapsed = performance.now() - started;
-    await response.arrayBuffer();
-    await server.stop();
-    if (response.status !== 200) fail(`${target.name}: the cold-start request got ${response.status}, not 200`);
-    times.push(elapsed);
-  }
+  for (let i = 0; i < LAUNCHES; i++) times.push(await launchOnce(target, database, token, { logPrefix, viaBunRun }));
   return median(times);
+}
+
+/** One launch of `target` to its first authenticated 200, in ms. */
+async function launchOnce(
+  target: Target,
+  database: string,
+  token: string,
+  { logPrefix = database, viaBunRun = false }: ColdStartOptions,
+): Promise<number> {
+  const started = performance.now();
+  const server = await startTarget(target, database, logPrefix, viaBunRun);
+  const response = await fetch(`${server.url}/plants?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+  const elapsed = performance.now() - started;
+  await response.arrayBuffer();
+  await server.stop();
+  if (response.status !== 200) fail(`${target.name}: the cold-start request got ${response.status}, not 200`);
+  return elapsed;
+}
+
+/**
+ * `bun bench/cold-start.ts [launches]` (default 10): cold start alone, the service through
+ * `bun run start` against the floor through `bun run bench:floor`, each on a fresh store with
+ * a token, launches alternating so both see the same background load.
+ */
+async function alone(launches: number) {
+  const dir = mkdtempSync(join(tmpdir(), "plant-store-cold-"));
+  const cleanup = onFail(() => rmSync(dir, { recursive: true, force: true }));
+  try {
+    const sides = [target("service"), target("floor")].map((side) => ({
+      side,
+      database: join(dir, `${side.name}.sqlite`),
+    }));
+    const tokens = await Promise.all(sides.map(({ database }) => cli(["token", "create", "--user", "cold"], database)));
+    const times: number[][] = sides.map(() => []);
+    for (let run = 0; run < launches; run++) {
+      const order = run % 2 === 0 ? [0, 1] : [1, 0];
+      for (const i of order) {
+        const { side, database } = sides[i] as (typeof sides)[0];
+        (times[i] as number[]).push(await launchOnce(side, database, tokens[i] as string, { viaBunRun: true }));
+      }
+    }
+    const [service, floor] = times.map(median) as [number, number];
+    console.log(`service (bun run start)      median ${fmt(service, 1)} ms`);
+    console.log(`floor (bun run bench:floor)  median ${fmt(floor, 1)} ms`);
+    console.log(`ratio ${fmt(service / floor, 2)}× (${launches} launches each)`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    cleanup.release();
+  }
+}
+
+if (import.meta.main) {
+  const launches = Number(process.argv[2] ?? 10);
+  if (!Number.isInteger(launches) || launches < 1) fail(`launches must be a positive integer, not ${process.argv[2]}`);
+  await alone(launches);
 }
