@@ -53,7 +53,10 @@ export function createSqliteStores(
         lockTimeoutMs,
         onHealthChange,
         onCrash: (error) =>
-          log("the writer thread failed; its writes got 503 and a new one started", faultDetail(error)),
+          log(
+            "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
+            faultDetail(error),
+          ),
       })
     : inThreadWriter(sqlite, writeSql(db), { maxQueued, lockTimeoutMs, onHealthChange });
   return {

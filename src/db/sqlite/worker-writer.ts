@@ -12,7 +12,7 @@ export interface WorkerWriterOptions {
   maxQueued: number;
   lockTimeoutMs: number;
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
-  /** Told when the writer thread dies (a bug): its writes fail with 503 and a new one starts. */
+  /** Told when the writer thread dies or cannot open the file: its writes fail with 503; a later write starts a new one. */
   onCrash?: (error: unknown) => void;
   /** The thread's script: writer-worker.ts; tests give one that dies. */
   script?: URL;
