@@ -15,92 +15,104 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-let config: Config;
-try {
-  config = loadConfig();
-  ensureDatabaseFolder(config);
-} catch (error) {
-  if (error instanceof ConfigError) fail(error.message);
-  throw error;
-}
-
-const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
-const notes: RequestNotes = new WeakMap();
-const log = faultLog(logger, notes);
-let opened: OpenedStores;
-let issued: IssuedToken | undefined;
-try {
-  opened = await openStores(config, log);
-  // The first read of the tokens table: damage there is a start-up failure like any other.
-  issued = await opened.stores.tokens.bootstrap();
-} catch (error) {
-  if (error instanceof StartupRefusal) fail(error.message);
-  fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
-}
-const { stores } = opened;
-
-const ops = createOps(stores, notes);
-ops.lifecycle.state = "starting";
-const lifecycle = lifecycleLogger(logger);
-
-const dispatcher = createDispatcher({
-  store: stores.webhooks,
-  retryDelaysMs: config.webhookRetryDelaysMs,
-  allowPrivate: config.webhookAllowPrivate,
-  log,
-  metrics: ops.metrics,
-});
-const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake });
-let running: ReturnType<typeof serve>;
-try {
-  running = serve(app, { ...config, log, access, ops });
-} catch (error) {
-  await stores.close();
-  fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
-}
-let metricsServer: ReturnType<typeof serveMetrics> | undefined;
-if (config.metricsPort !== undefined) {
-  const metricsApp = createMetricsApp({ metrics: ops.metrics, token: config.metricsToken, log });
+/**
+ * The whole start-up in one function rather than at the top level, so the module has no
+ * top-level await: `bun run start` loads it as a CommonJS bundle compiled to bytecode
+ * (src/start.ts), which cannot hold one.
+ */
+async function main() {
+  let config: Config;
   try {
-    metricsServer = serveMetrics(metricsApp, { host: config.metricsHost, port: config.metricsPort });
+    config = loadConfig();
+    ensureDatabaseFolder(config);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
+
+  const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
+  const notes: RequestNotes = new WeakMap();
+  const log = faultLog(logger, notes);
+  let opened: OpenedStores;
+  let issued: IssuedToken | undefined;
+  try {
+    opened = await openStores(config, log);
+    // The first read of the tokens table: damage there is a start-up failure like any other.
+    issued = await opened.stores.tokens.bootstrap();
+  } catch (error) {
+    if (error instanceof StartupRefusal) fail(error.message);
+    fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
+  }
+  const { stores } = opened;
+
+  const ops = createOps(stores, notes);
+  ops.lifecycle.state = "starting";
+  const lifecycle = lifecycleLogger(logger);
+
+  const dispatcher = createDispatcher({
+    store: stores.webhooks,
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    allowPrivate: config.webhookAllowPrivate,
+    log,
+    metrics: ops.metrics,
+  });
+  const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake });
+  let running: ReturnType<typeof serve>;
+  try {
+    running = serve(app, { ...config, log, access, ops });
   } catch (error) {
     await stores.close();
-    fail(`cannot listen for metrics on ${config.metricsHost}:${config.metricsPort}: ${faultSummary(error)}`);
+    fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
   }
+  let metricsServer: ReturnType<typeof serveMetrics> | undefined;
+  if (config.metricsPort !== undefined) {
+    const metricsApp = createMetricsApp({ metrics: ops.metrics, token: config.metricsToken, log });
+    try {
+      metricsServer = serveMetrics(metricsApp, { host: config.metricsHost, port: config.metricsPort });
+    } catch (error) {
+      await stores.close();
+      fail(`cannot listen for metrics on ${config.metricsHost}:${config.metricsPort}: ${faultSummary(error)}`);
+    }
+  }
+
+  let stopping = false;
+  async function shutdown(signal: string) {
+    if (stopping) return;
+    stopping = true;
+    ops.lifecycle.state = "draining";
+    lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
+    const cutOff = await running.drain(config.shutdownTimeoutMs);
+    if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
+    await metricsServer?.stop(true);
+    // Attempts in flight are recorded if they end in time; any other is made again after its lease.
+    await dispatcher.stop(config.shutdownTimeoutMs);
+    await stores.close();
+    lifecycle.info("Stopped cleanly.");
+    await flush();
+    process.exit(0);
+  }
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  // The first token is handed to the operator on the console, once, as SPEC asks: it is plain
+  // text rather than a log record, so log shippers that parse JSON lines pass it by.
+  if (issued) {
+    console.log(`First start: created user "${issued.user}" with this token (shown once, store it now):`);
+    console.log(issued.token);
+    console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${running.server.port}/plants`);
+  }
+  ops.lifecycle.state = "ready";
+  // Deliveries left pending by the last run (a crash after the 200s included) go out now.
+  dispatcher.start();
+  // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
+  const url = `http://${config.host}:${running.server.port}`;
+  const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;
+  const metricsNote = metricsUrl ? `; metrics at ${metricsUrl}` : "";
+  lifecycle.info({ url, metricsUrl }, `Plant Store listening on ${url} (Swagger UI at /swagger${metricsNote})`);
+  // Supervisors (and the tests) wait for this line: it does not wait for the next timed flush.
+  await flush();
 }
 
-let stopping = false;
-async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
-  ops.lifecycle.state = "draining";
-  lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
-  const cutOff = await running.drain(config.shutdownTimeoutMs);
-  if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
-  await metricsServer?.stop(true);
-  // Attempts in flight are recorded if they end in time; any other is made again after its lease.
-  await dispatcher.stop(config.shutdownTimeoutMs);
-  await stores.close();
-  lifecycle.info("Stopped cleanly.");
-  await flush();
-  process.exit(0);
-}
-process.on("SIGINT", () => void shutdown("SIGINT"));
-process.on("SIGTERM", () => void shutdown("SIGTERM"));
-// The first token is handed to the operator on the console, once, as SPEC asks: it is plain
-// text rather than a log record, so log shippers that parse JSON lines pass it by.
-if (issued) {
-  console.log(`First start: created user "${issued.user}" with this token (shown once, store it now):`);
-  console.log(issued.token);
-  console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${running.server.port}/plants`);
-}
-ops.lifecycle.state = "ready";
-// Deliveries left pending by the last run (a crash after the 200s included) go out now.
-dispatcher.start();
-// Announced only once the handlers are in place: a signal sent on seeing this line is handled.
-const url = `http://${config.host}:${running.server.port}`;
-const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;
-const metricsNote = metricsUrl ? `; metrics at ${metricsUrl}` : "";
-lifecycle.info({ url, metricsUrl }, `Plant Store listening on ${url} (Swagger UI at /swagger${metricsNote})`);
-// Supervisors (and the tests) wait for this line: it does not wait for the next timed flush.
-await flush();
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -61,10 +61,10 @@ export interface RunningServer {
  */
 export async function startServer(
   env: Record<string, string>,
-  { command = ["bun", "run", "start"] }: { command?: string[] } = {},
+  { command = ["bun", "run", "start"], cwd = ROOT }: { command?: string[]; cwd?: string } = {},
 ): Promise<RunningServer> {
   const proc = Bun.spawn(command, {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ...env },
     stdout: "pipe",
     stderr: "pipe",

@@ -27,14 +27,21 @@ interface Waiting {
 /** After the writer thread dies, a new one is started by a write, at most this often. */
 const RESPAWN_EVERY_MS = 1_000;
 
+/** Set by the start bundle's build (src/start/bundle.ts) to the built script's path. */
+declare const PLANT_STORE_WRITER_SCRIPT: string | undefined;
+
 /**
- * The writer thread's script. `bun build --compile` bundles it as an entry point of its own
- * (package.json's build script), under the path it has below src/, while import.meta.url
- * here is then the binary's own: the path is spelled out for that case.
+ * The writer thread's script. In the start bundle it is the bundle's own build of it; in a
+ * binary, `bun build --compile` bundles it as an entry point of its own (package.json's build
+ * script), under the path it has below src/, while import.meta.url here is then the binary's
+ * own: the path is spelled out for that case.
  */
-const WORKER_URL = import.meta.url.includes("/$bunfs/")
-  ? new URL("./db/sqlite/writer-worker.ts", import.meta.url)
-  : new URL("./writer-worker.ts", import.meta.url);
+const WORKER_URL =
+  typeof PLANT_STORE_WRITER_SCRIPT === "string"
+    ? PLANT_STORE_WRITER_SCRIPT
+    : import.meta.url.includes("/$bunfs/")
+      ? new URL("./db/sqlite/writer-worker.ts", import.meta.url)
+      : new URL("./writer-worker.ts", import.meta.url);
 
 /**
  * Group commit on a writer thread (writer-worker.ts) with its own connection: commits and their
