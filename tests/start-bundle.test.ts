@@ -11,6 +11,7 @@ import {
   existsSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -101,6 +102,38 @@ describe("bun run start's bundle", () => {
     expect(builds()).toHaveLength(1);
     expect(builds()).not.toEqual([key as string]);
     expect((await call(third, token, "/plants/9007199254740993")).status).toBe(200);
+  });
+
+  test("a build a running server started from is kept until that server stops", async () => {
+    const old = await start();
+    const token = /^(pst_\S+)$/m.exec(old.startupOutput)?.[1] as string;
+    const [oldKey] = builds();
+    appendFileSync(join(project, "src/app.ts"), "\n// a change\n");
+    const current = await start();
+    expect(builds()).toHaveLength(2);
+    const [currentKey] = builds().filter((key) => key !== oldKey);
+    // The older server still finds what it reads from its build.
+    expect((await fetch(`${old.url}/swagger/assets/swagger-ui.css`)).status).toBe(200);
+    expect((await call(old, token, "/plants", { method: "POST", body: '{"id": 2, "name": "ivy"}' })).status).toBe(200);
+    await stop(old);
+
+    appendFileSync(join(project, "src/app.ts"), "\n// another change\n");
+    await start();
+    expect(builds()).toHaveLength(2);
+    expect(builds()).toContain(currentKey as string);
+    expect(builds()).not.toContain(oldKey as string);
+    expect((await call(current, token, "/plants/2")).status).toBe(200);
+  });
+
+  test("a damaged build is built again", async () => {
+    await stop(await start());
+    const [key] = builds();
+    const entry = join(project, ".cache/start", key as string, "index.js");
+    rmSync(entry);
+    const server = await start();
+    expect(builds()).toEqual([key as string]);
+    expect(existsSync(entry)).toBe(true);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   test("that cannot be built leaves the service to start from source, saying why", async () => {

@@ -9,7 +9,7 @@
  * one is read at every start and cost 20 ms of a 65 ms start (2026-11-23, five variants
  * launched alternately); the bundle is not minified, so stack traces still name functions.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
 /** What a build is made from, besides Bun itself: a change to any of them is a new build. */
@@ -49,17 +49,60 @@ export function bundleKey(root: string): string {
   return hash.digest("hex").slice(0, 24);
 }
 
+/** Whether process `pid` is still running (signal 0 only checks). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, under another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /**
- * The bundle for the sources under `root`, built into `cacheDir` if it is not there yet.
- * Builds go to a folder of their own and are renamed into place whole, so a start racing
- * another, or killed mid-build, never runs half a build; older builds are then removed.
- * Throws with the bundler's messages when the build fails.
+ * Marks `build` as in use by this process until it exits: a server started from an older
+ * build still reads from it (the writer thread's script when it starts one, the Swagger
+ * assets), so a newer start must not remove it under it.
+ */
+function claim(build: string) {
+  const claims = join(build, ".running");
+  mkdirSync(claims, { recursive: true });
+  const mine = join(claims, String(process.pid));
+  writeFileSync(mine, "");
+  process.on("exit", () => rmSync(mine, { force: true }));
+}
+
+/** Removes the builds no running process started from, and scratch folders of dead builds. */
+function removeUnused(cacheDir: string, keep: string) {
+  for (const name of readdirSync(cacheDir)) {
+    if (name === keep) continue;
+    const path = join(cacheDir, name);
+    const building = /^\.building-(\d+)-/.exec(name);
+    const users = building
+      ? [building[1] as string]
+      : existsSync(join(path, ".running"))
+        ? readdirSync(join(path, ".running"))
+        : [];
+    if (!users.some((pid) => alive(Number(pid)))) rmSync(path, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The bundle for the sources under `root`, built into `cacheDir` if it is not there yet, and
+ * claimed by this process. Builds go to a folder of their own and are renamed into place
+ * whole, so a start racing another, or killed mid-build, never runs half a build; after a
+ * build, the builds no running server uses are removed. Throws with the bundler's messages
+ * when the build fails.
  */
 export async function startBundle(root: string, cacheDir: string): Promise<StartBundle> {
   const key = bundleKey(root);
   const final = join(cacheDir, key);
   const entry = join(final, "index.js");
-  if (existsSync(entry)) return { entry, built: false };
+  if (existsSync(entry)) {
+    claim(final);
+    return { entry, built: false };
+  }
 
   mkdirSync(cacheDir, { recursive: true });
   const scratch = join(cacheDir, `.building-${process.pid}-${Date.now()}`);
@@ -77,6 +120,8 @@ export async function startBundle(root: string, cacheDir: string): Promise<Start
       throw: false,
     });
     if (!result.success) throw new Error(result.logs.map((log) => String(log)).join("\n") || "the build failed");
+    // A folder under this key without its entry point is a damaged build: it is replaced.
+    if (existsSync(final) && !existsSync(entry)) rmSync(final, { recursive: true, force: true });
     try {
       renameSync(scratch, final);
     } catch (error) {
@@ -86,8 +131,7 @@ export async function startBundle(root: string, cacheDir: string): Promise<Start
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  for (const other of readdirSync(cacheDir))
-    if (other !== key && !other.startsWith(".building-"))
-      rmSync(join(cacheDir, other), { recursive: true, force: true });
+  claim(final);
+  removeUnused(cacheDir, key);
   return { entry, built: true };
 }
