@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { bundleKey, WRITER_SCRIPT } from "../src/start/bundle";
+import { bundleKey, startBundle, WRITER_SCRIPT } from "../src/start/bundle";
 import { type RunningServer, scratchDir, startServer } from "./process";
 
 const ROOT = join(import.meta.dir, "..");
@@ -134,6 +134,16 @@ describe("bun run start's bundle", () => {
     expect(builds()).toEqual([key as string]);
     expect(existsSync(entry)).toBe(true);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  test("is still used when this process cannot mark it as in use", async () => {
+    const cache = join(project, ".cache/start");
+    const { entry, built } = await startBundle(project, cache);
+    expect(built).toBe(true);
+    const claims = join(entry, "..", ".running");
+    rmSync(claims, { recursive: true });
+    writeFileSync(claims, "not a folder");
+    expect(await startBundle(project, cache)).toEqual({ entry, built: false });
   });
 
   test("that cannot be built leaves the service to start from source, saying why", async () => {

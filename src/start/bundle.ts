@@ -66,11 +66,15 @@ function alive(pid: number): boolean {
  * assets), so a newer start must not remove it under it.
  */
 function claim(build: string) {
-  const claims = join(build, ".running");
-  mkdirSync(claims, { recursive: true });
-  const mine = join(claims, String(process.pid));
-  writeFileSync(mine, "");
-  process.on("exit", () => rmSync(mine, { force: true }));
+  try {
+    const claims = join(build, ".running");
+    mkdirSync(claims, { recursive: true });
+    const mine = join(claims, String(process.pid));
+    writeFileSync(mine, "");
+    process.on("exit", () => rmSync(mine, { force: true }));
+  } catch {
+    // A cache this process cannot write to: no start from here can remove the build either.
+  }
 }
 
 /** Removes the builds no running process started from, and scratch folders of dead builds. */
