@@ -147,7 +147,8 @@ export function createApp({
       }),
     );
   routeTable.routes = app.routes;
-  return app;
+  // The listener answers with it a promise Elysia let reject (src/server.ts).
+  return Object.assign(app, { answerFault });
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -155,10 +155,8 @@ export function plantRoutes({
     )
     .get(
       "/:id",
-      ({ params, user, request }) => {
-        // A promised plant (PostgreSQL) gets its 404 answered here: whether Elysia awaits the
-        // handler depends on its reading of the handler's source, which differs in the bundle.
-        const plant = answered(found(plants.getPlant(user.id, params.id)), answerFault, request);
+      ({ params, user }) => {
+        const plant = found(plants.getPlant(user.id, params.id));
         return plant as Plant;
       },
       {
