@@ -22,14 +22,19 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** A scratch folder removed after the test. */
+function scratch(): string {
+  const dir = mkdtempSync(join(tmpdir(), "plant-store-writer-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 /** Stores on a fresh database file, with its default writer; one user (id 1) exists. */
 function storesOnFile(): { stores: Stores; path: string } {
-  const dir = mkdtempSync(join(tmpdir(), "plant-store-writer-"));
-  const path = join(dir, "plants.sqlite");
+  const path = join(scratch(), "plants.sqlite");
   const { db } = openDatabase({ path, synchronous: "FULL" });
   db.$client.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0)");
   const stores = createSqliteStores(db, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   cleanups.push(() => stores.close());
   return { stores, path };
 }
@@ -107,23 +112,27 @@ describe.if(onSqlite)("the hot read route", () => {
   });
 });
 
+/** A worker writer on `path` (with another thread script, if given) that records its crashes. */
+function failingWriter(path: string, script?: URL) {
+  const crashes: unknown[] = [];
+  const writer = startWorkerWriter({
+    path,
+    synchronous: "FULL",
+    texts: {} as WriteSql,
+    maxQueued: 10,
+    lockTimeoutMs: 1_000,
+    onCrash: (error) => crashes.push(error),
+    script,
+  });
+  cleanups.push(() => writer.close());
+  return { writer, crashes };
+}
+
 describe.if(onSqlite)("a writer thread that dies", () => {
   test("its writes fail as the store's (503), at once; a later write starts a new thread, at most once a second", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plant-store-writer-"));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, "plants.sqlite");
+    const path = join(scratch(), "plants.sqlite");
     openDatabase({ path, synchronous: "FULL" }).sqlite.close();
-    const crashes: unknown[] = [];
-    const writer = startWorkerWriter({
-      path,
-      synchronous: "FULL",
-      texts: {} as WriteSql,
-      maxQueued: 10,
-      lockTimeoutMs: 1_000,
-      onCrash: (error) => crashes.push(error),
-      script: new URL("./fixtures/dying-writer.ts", import.meta.url),
-    });
-    cleanups.push(() => writer.close());
+    const { writer, crashes } = failingWriter(path, new URL("./fixtures/dying-writer.ts", import.meta.url));
     const first = await writer.run("probe", []).catch((error) => error);
     expect(first).toBeInstanceOf(StoreUnavailable);
     expect((first as StoreUnavailable).kind).toBe("io");
@@ -145,19 +154,8 @@ describe.if(onSqlite)("a writer thread that dies", () => {
   });
 
   test("a writer thread that cannot open the file (it is gone): 503 io for its writes, logged, never a new empty file", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plant-store-writer-"));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, "gone.sqlite");
-    const crashes: unknown[] = [];
-    const writer = startWorkerWriter({
-      path,
-      synchronous: "FULL",
-      texts: {} as WriteSql,
-      maxQueued: 10,
-      lockTimeoutMs: 1_000,
-      onCrash: (error) => crashes.push(error),
-    });
-    cleanups.push(() => writer.close());
+    const path = join(scratch(), "gone.sqlite");
+    const { writer, crashes } = failingWriter(path);
     const failed = await writer.run("probe", []).catch((error) => error);
     expect(failed).toBeInstanceOf(StoreUnavailable);
     expect((failed as StoreUnavailable).kind).toBe("io");
