@@ -19,11 +19,14 @@ export const utf8Bytes = (text: string) => new TextEncoder().encode(text);
 /** Code points, as the SPEC counts "characters". */
 export const characters = (value: string) => [...value].length;
 
+/** Well-formed and without U+0000 (which PostgreSQL's text cannot hold): what both engines store. */
+const storable = (value: string) => value.isWellFormed() && !value.includes("\0");
+
 export const validName = (value: unknown): value is string =>
-  typeof value === "string" && value.isWellFormed() && characters(value) >= 1 && characters(value) <= 256;
+  typeof value === "string" && storable(value) && characters(value) >= 1 && characters(value) <= 256;
 
 export const validTag = (value: unknown): value is string =>
-  typeof value === "string" && value.isWellFormed() && characters(value) <= 256;
+  typeof value === "string" && storable(value) && characters(value) <= 256;
 
 /** Whether `new Headers()` takes this pair: a refusal there is the runtime's, not a server bug. */
 export function headerAccepted(name: string, value: string): boolean {

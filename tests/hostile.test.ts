@@ -80,7 +80,7 @@ const SEEDED: Array<{ owner: "alice" | "bob"; text: string }> = [
   { owner: "alice", text: '{"id":-5,"name":"Ivy","tag":""}' },
   { owner: "alice", text: '{"id":9007199254740993,"name":"Big 2^53+1"}' },
   { owner: "alice", text: '{"id":9223372036854775807,"name":"Max","tag":"🌵"}' },
-  { owner: "alice", text: '{"id":-9223372036854775808,"name":"Min \\u0000 nul"}' },
+  { owner: "alice", text: '{"id":-9223372036854775808,"name":"Min \\u0001 soh"}' },
   { owner: "bob", text: '{"id":1,"name":"Bob\'s rose"}' },
   { owner: "bob", text: '{"id":3,"name":"Bob\'s oak","tag":"tree"}' },
 ];
@@ -739,7 +739,7 @@ describe.if(onSqlite)("hostile input, in process", () => {
         [`{"id":50,"name":"${"n".repeat(100_000)}"}`, [400, 413]],
         ['{"id":51,"name":"\\ud800"}', [400]],
         ['{"id":52,"name":"a","tag":"\\udfff"}', [400]],
-        ['{"id":53,"name":"a\\u0000b"}', [200]],
+        ['{"id":53,"name":"a\\u0000b"}', [400]], // PostgreSQL's text cannot hold U+0000: refused on both engines
         ['{"id":54,"name":"\u0000"}', [400]], // a raw control character: not JSON
       ];
       for (const [text, statuses] of cases) {

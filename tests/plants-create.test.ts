@@ -328,5 +328,18 @@ describe("POST /plants", () => {
         "id: must be an integer between -9223372036854775808 and 9223372036854775807",
       );
     });
+
+    // PostgreSQL's text cannot hold U+0000 (it answered 500 there, 200 on SQLite): both refuse it.
+    test("a name or tag holding U+0000 is 400 on every engine, and nothing is stored", async () => {
+      expect(await expectError(await create('{"id":1,"name":"a\\u0000b"}'), 400)).toBe(
+        "name: must not contain the character U+0000",
+      );
+      expect(await expectError(await create('{"id":1,"name":"Fern","tag":"\\u0000"}'), 400)).toBe(
+        "tag: must not contain the character U+0000",
+      );
+      const listed = await t.call("GET", "/plants", { token });
+      expect(await listed.json()).toEqual([]);
+      expect((await create('{"id":1,"name":"a\\u0001b","tag":"\\u007f"}')).status).toBe(200);
+    });
   });
 });

@@ -176,6 +176,11 @@ describe("GET /plants?tag=", () => {
     const message = await expectError(await get(`/plants?tag=${"x".repeat(257)}`), 400);
     expect(message).toBe("tag: must be a string of 0 to 256 characters");
   });
+
+  test("a tag holding U+0000 is 400 naming tag, on every engine", async () => {
+    const message = await expectError(await get("/plants?limit=5&tag=a%00b"), 400);
+    expect(message).toBe("tag: must not contain the character U+0000");
+  });
 });
 
 describe("bad paging parameters", () => {

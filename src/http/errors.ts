@@ -40,7 +40,7 @@ export function validationMessage(error: Readonly<ValidationError>): string {
   const first = (error.all as ValueError[])[0];
   if (!first) return `${where}: is invalid`;
   const field = first.path.replace(/^\//, "").replaceAll("/", ".");
-  return `${field || where}: ${describeRule(first.schema)}`;
+  return `${field || where}: ${describeRule(first.schema, first.value)}`;
 }
 
 const causeOf = (error: Error) =>

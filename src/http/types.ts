@@ -40,7 +40,7 @@ function characterCount(value: string): number {
 }
 
 TypeRegistry.Set("Text", (schema: { minLength: number; maxLength: number }, value) => {
-  if (typeof value !== "string" || !value.isWellFormed()) return false;
+  if (typeof value !== "string" || !value.isWellFormed() || value.includes("\0")) return false;
   // A string has at most .length and at least .length / 2 code points: count only when needed.
   if (value.length < schema.minLength || value.length > 2 * schema.maxLength) return false;
   if (value.length <= schema.maxLength && schema.minLength <= 1) return true;
@@ -102,18 +102,22 @@ export const Int32Query = (options: { description?: string; minimum?: number; ma
 
 /**
  * A string of minLength..maxLength characters. Lone surrogates are refused because SQLite
- * stores UTF-8 and would silently change them.
+ * stores UTF-8 and would silently change them, and U+0000 because PostgreSQL's text cannot
+ * hold it: refused on both engines, so a name one of them stores the other never loses.
  */
 export const Text = (options: { minLength: number; maxLength: number; description?: string }) =>
   withOwnMessage(t.Unsafe<string>({ [Kind]: "Text", type: "string", ...options }));
 
-/** The rule a schema states, worded for a person; used in 400 messages. */
-export function describeRule(schema: unknown): string {
+/** The rule a schema states (the one `value` breaks, when given), worded for a person; used in 400 messages. */
+export function describeRule(schema: unknown, value?: unknown): string {
   const s = (schema ?? {}) as Record<string | symbol, unknown>;
   const kind = s[Kind];
   if (kind === "Int64" || kind === "DecimalInt64") return `must be an integer between ${INT64_MIN} and ${INT64_MAX}`;
   if (kind === "DecimalInt32") return `must be an integer between ${s.minimum} and ${s.maximum}`;
-  if (kind === "Text") return `must be a string of ${s.minLength} to ${s.maxLength} characters`;
+  if (kind === "Text") {
+    if (typeof value === "string" && value.includes("\0")) return "must not contain the character U+0000";
+    return `must be a string of ${s.minLength} to ${s.maxLength} characters`;
+  }
   if (s.type === "string") {
     const min = (s.minLength as number | undefined) ?? 0;
     return s.maxLength === undefined ? "must be a string" : `must be a string of ${min} to ${s.maxLength} characters`;
