@@ -2,6 +2,7 @@ import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { NewPlant, Plant } from "../../plants/model";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import type { PostgresDatabase } from "./client";
+import { createGroupInsert } from "./group-insert";
 import { plants } from "./schema";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -33,19 +34,9 @@ function listStatements(db: PostgresDatabase, idsOnly: boolean) {
   });
 }
 
-/** Every statement is scoped to one owner; writes commit before they resolve. */
+/** Every statement is scoped to one owner; writes commit before they resolve (creates in groups, group-insert.ts). */
 export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
-  const insert = db
-    .insert(plants)
-    .values({
-      ownerId: sql.placeholder("ownerId"),
-      id: sql.placeholder("id"),
-      name: sql.placeholder("name"),
-      tag: sql.placeholder("tag"),
-    })
-    .onConflictDoNothing()
-    .returning({ name: plants.name, tag: plants.tag })
-    .prepare("plants_insert");
+  const creates = createGroupInsert(db);
   const rows = listStatements(db, false);
   const ids = listStatements(db, true);
   const shape = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
@@ -64,8 +55,8 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
     listChunkSize,
 
     async createPlant(ownerId: number, plant: NewPlant) {
-      const [row] = await insert.execute({ ownerId, id: BigInt(plant.id), name: plant.name, tag: plant.tag ?? null });
-      return row && toPlant(row);
+      const stored = { name: plant.name, tag: plant.tag ?? null };
+      return (await creates.insert(ownerId, BigInt(plant.id), stored.name, stored.tag)) ? toPlant(stored) : undefined;
     },
 
     async listPage(ownerId, filter, count, upTo): Promise<PlantPage> {

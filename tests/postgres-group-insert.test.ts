@@ -1,0 +1,126 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import type { SQL } from "bun";
+import { drizzle } from "drizzle-orm/bun-sql";
+import { connect } from "../src/db/postgres/client";
+import { createGroupInsert } from "../src/db/postgres/group-insert";
+import * as schema from "../src/db/postgres/schema";
+import { freshPostgresDatabase, makeTestApp, onPostgres, postgresTarget } from "./helpers";
+
+/*
+ * The mechanism behind PostgreSQL's write throughput (src/db/postgres/group-insert.ts): creates
+ * that arrive together share a statement, and each still gets its own exact answer. The
+ * behaviour every engine must show (one 200 per id, 409 for the rest) is in
+ * tests/concurrency.test.ts and tests/plants-create.test.ts, on both engines.
+ */
+describe.if(onPostgres)("PostgreSQL group insert", () => {
+  let client: SQL;
+  let statements: string[];
+  let insert: ReturnType<typeof createGroupInsert>["insert"];
+  let owners: number[];
+
+  beforeEach(async () => {
+    ({ client } = connect(postgresTarget(await freshPostgresDatabase()), 4));
+    statements = [];
+    const db = drizzle({ client, schema, logger: { logQuery: (sql) => void statements.push(sql) } });
+    ({ insert } = createGroupInsert(db, { maxRows: 50, concurrency: 2 }));
+    const rows = (await client`
+      INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{ id: number }>;
+    owners = rows.map((row) => row.id);
+  });
+
+  afterEach(async () => {
+    await client.close();
+  });
+
+  const stored = async () =>
+    (
+      (await client`SELECT owner_id, id::text AS id, name FROM plants ORDER BY owner_id, plants.id`) as Array<{
+        owner_id: number;
+        id: string;
+        name: string;
+      }>
+    ).map((row) => `${row.owner_id}:${row.id}:${row.name}`);
+
+  test("creates sent together share statements; each is answered for its own row", async () => {
+    const [a, b] = owners as [number, number];
+    const ids = Array.from({ length: 300 }, (_, i) => BigInt(i) * 2n ** 40n - 2n ** 62n);
+    const answers = await Promise.all(
+      ids.flatMap((id) => [insert(a, id, `a ${id}`, null), insert(b, id, `b ${id}`, "t")]),
+    );
+    expect(answers.every(Boolean)).toBe(true);
+    const inserts = statements.filter((sql) => sql.includes("INSERT INTO plants"));
+    // 600 creates, at most 50 to a statement: 12 at the fewest, and far fewer than 600.
+    expect(inserts.length).toBeGreaterThanOrEqual(12);
+    expect(inserts.length).toBeLessThan(60);
+    const rows = await stored();
+    expect(rows.length).toBe(600);
+    expect(rows).toContain(`${a}:${-(2n ** 62n)}:a ${-(2n ** 62n)}`);
+    expect(rows).toContain(`${b}:${299n * 2n ** 40n - 2n ** 62n}:b ${299n * 2n ** 40n - 2n ** 62n}`);
+  });
+
+  test("the same id twice in one group: the first is inserted, the repeat is told it exists", async () => {
+    const [a] = owners as [number];
+    await insert(a, 7n, "already", null);
+    const answers = await Promise.all([
+      insert(a, 1n, "first", null),
+      insert(a, 1n, "second", null),
+      insert(a, 7n, "again", null),
+      insert(a, 2n, "other", null),
+    ]);
+    expect(answers).toEqual([true, false, false, true]);
+    expect(await stored()).toEqual([`${a}:1:first`, `${a}:2:other`, `${a}:7:already`]);
+  });
+
+  test("a row the database refuses fails its own create only; the others in its group go in", async () => {
+    const [a] = owners as [number];
+    // Busy slots make the next creates queue and leave as one group.
+    const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+    const group = [
+      insert(a, 1n, "fine", null),
+      // U+0000: the HTTP layer refuses it (400); here it reaches PostgreSQL, whose text cannot hold it.
+      insert(a, 2n, "bad\u0000", null),
+      insert(a, 3n, "fine too", null),
+    ];
+    const settled = await Promise.allSettled([...blockers, ...group]);
+    expect(settled.map((outcome) => outcome.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+    ]);
+    expect(await stored()).toEqual([`${a}:1:fine`, `${a}:3:fine too`, `${a}:100:x`, `${a}:101:y`]);
+    // The group was tried whole once, then row by row.
+    expect(statements.filter((sql) => sql.includes("INSERT INTO plants")).length).toBe(2 + 1 + 3);
+  });
+
+  test("a failure that is not a row's (the server gone) is every waiting create's answer", async () => {
+    const [a] = owners as [number];
+    await client`SELECT 1`;
+    const pending = Array.from({ length: 10 }, (_, i) => insert(a, BigInt(i), "p", null));
+    await client.close();
+    const settled = await Promise.allSettled(pending);
+    expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);
+  });
+});
+
+describe.if(onPostgres)("PostgreSQL group insert, through the app", () => {
+  test("concurrent creates from two users: one 200 per id, 409 for each repeat, all stored once", async () => {
+    const t = await makeTestApp();
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    const sends = [];
+    for (let id = 1; id <= 100; id++) {
+      for (const token of [alice, bob, alice]) {
+        sends.push(t.call("POST", "/plants", { token, json: { id, name: `p${id}` } }).then((r) => r.status));
+      }
+    }
+    const statuses = await Promise.all(sends);
+    expect(statuses.filter((status) => status === 200).length).toBe(200);
+    expect(statuses.filter((status) => status === 409).length).toBe(100);
+    for (const token of [alice, bob]) {
+      const listed = (await (await t.call("GET", "/plants", { token })).json()) as Array<{ name: string }>;
+      expect(listed.map((plant) => plant.name)).toEqual(Array.from({ length: 100 }, (_, i) => `p${i + 1}`));
+    }
+  });
+});
