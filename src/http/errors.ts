@@ -29,7 +29,7 @@ const STATUS_MESSAGES: Record<number, string> = {
   500: "Internal server error; the failure has been logged.",
 };
 
-type ValueError = { path: string; schema: unknown; type?: number };
+type ValueError = { path: string; schema: unknown; value?: unknown; type?: number };
 
 /**
  * Names the field and the rule it breaks, never the value sent: an error message may be
