@@ -10,7 +10,10 @@ import { startBundle } from "./start/bundle";
 const root = join(import.meta.dir, "..");
 let entry: string | undefined;
 try {
-  const bundle = await startBundle(root, join(root, ".cache/start"));
+  // Said before the build, which takes about a second: a first start after a change is not a hang.
+  const bundle = await startBundle(root, join(root, ".cache/start"), () =>
+    console.error("plant-store: building the start bundle (the sources changed since it was last built)"),
+  );
   entry = bundle.entry;
 } catch (error) {
   const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);

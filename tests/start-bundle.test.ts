@@ -90,12 +90,15 @@ describe("bun run start's bundle", () => {
     expect(docs.status).toBe(200);
     expect((await docs.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     await stop(first);
+    const building = "plant-store: building the start bundle";
+    expect(await first.output()).toContain(building);
 
     const builtAt = statSync(join(build, "index.js")).mtimeMs;
     const second = await start();
     expect(builds()).toEqual([key as string]);
     expect(statSync(join(build, "index.js")).mtimeMs).toBe(builtAt);
     await stop(second);
+    expect(await second.output()).not.toContain(building);
 
     appendFileSync(join(project, "src/app.ts"), "\n// a change\n");
     const third = await start();

@@ -96,10 +96,15 @@ function removeUnused(cacheDir: string, keep: string) {
  * The bundle for the sources under `root`, built into `cacheDir` if it is not there yet, and
  * claimed by this process. Builds go to a folder of their own and are renamed into place
  * whole, so a start racing another, or killed mid-build, never runs half a build; after a
- * build, the builds no running server uses are removed. Throws with the bundler's messages
+ * build, the builds no running server uses are removed. `onBuild` is called before a build
+ * starts (it takes about a second). Throws with the bundler's messages
  * when the build fails.
  */
-export async function startBundle(root: string, cacheDir: string): Promise<StartBundle> {
+export async function startBundle(
+  root: string,
+  cacheDir: string,
+  onBuild: () => void = () => {},
+): Promise<StartBundle> {
   const key = bundleKey(root);
   const final = join(cacheDir, key);
   const entry = join(final, "index.js");
@@ -108,6 +113,7 @@ export async function startBundle(root: string, cacheDir: string): Promise<Start
     return { entry, built: false };
   }
 
+  onBuild();
   mkdirSync(cacheDir, { recursive: true });
   const scratch = join(cacheDir, `.building-${process.pid}-${Date.now()}`);
   try {
