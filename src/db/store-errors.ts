@@ -45,17 +45,32 @@ const POSTGRES_STATES: Array<[prefix: string, kind: StoreFailureKind]> = [
 /** Bun's own codes for a connection that failed or went away (refused, closed, timed out…). */
 const POSTGRES_CONNECTION_CODE = /^ERR_POSTGRES_(?!SERVER_ERROR|SYNTAX|INVALID_|UNSUPPORTED|QUERY|NOT_TAGGED)/;
 
-/** The kind of store failure behind `error` (Drizzle wraps the driver's error as its cause). */
+/** `error` and the errors it wraps, outermost first (Drizzle wraps the driver's error as its cause). */
+function* causeChain(error: unknown): Generator<Error> {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) yield e;
+}
+
+/** The kind of store failure behind `error`. */
 export function storeFailureKind(error: unknown): StoreFailureKind | undefined {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+  for (const e of causeChain(error)) {
     if (e instanceof StoreUnavailable) return e.kind;
-    const { code, errno } = e as { code?: unknown; errno?: unknown };
+    const { code } = e as { code?: unknown };
     if (typeof code === "string") {
       for (const [prefix, kind] of SQLITE_KINDS) if (code.startsWith(prefix)) return kind;
-      if (code === "ERR_POSTGRES_SERVER_ERROR" && typeof errno === "string") {
-        for (const [prefix, kind] of POSTGRES_STATES) if (errno.startsWith(prefix)) return kind;
+      const state = code === "ERR_POSTGRES_SERVER_ERROR" ? postgresState(e) : undefined;
+      if (state !== undefined) {
+        for (const [prefix, kind] of POSTGRES_STATES) if (state.startsWith(prefix)) return kind;
       } else if (POSTGRES_CONNECTION_CODE.test(code)) return "unreachable";
     }
+  }
+  return undefined;
+}
+
+/** The SQLSTATE behind a failed PostgreSQL statement (Bun's SQL client gives it as `errno`). */
+export function postgresState(error: unknown): string | undefined {
+  for (const e of causeChain(error)) {
+    const { errno } = e as { errno?: unknown };
+    if (typeof errno === "string") return errno;
   }
   return undefined;
 }

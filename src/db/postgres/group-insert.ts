@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { postgresState } from "../store-errors";
 import type { PostgresDatabase } from "./client";
 
 /** One create waiting for its statement. */
@@ -18,17 +19,8 @@ export interface GroupInsertOptions {
   concurrency?: number;
 }
 
-/** The SQLSTATE behind a failed statement (Drizzle wraps the driver's error as its cause). */
-function sqlState(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const { errno } = e as { errno?: unknown };
-    if (typeof errno === "string") return errno;
-  }
-  return undefined;
-}
-
 /** A data exception or integrity violation: a fault of one row, which must not fail its neighbours. */
-const rowFault = (error: unknown) => /^2[23]/.test(sqlState(error) ?? "");
+const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
 
 /**
  * Creates that arrive together go to PostgreSQL as one INSERT: one round trip, one transaction
