@@ -50,6 +50,8 @@ export interface RunningServer {
   exited: Promise<number>;
   /** All the process printed, stdout and stderr, once it has exited. */
   output(): Promise<string>;
+  /** Stdout and stderr apart, once it has exited. */
+  streams(): Promise<{ stdout: string; stderr: string }>;
   /** Resolves once stdout matches `pattern`; rejects if the process exits first. */
   waitForOutput(pattern: RegExp): Promise<void>;
 }
@@ -111,6 +113,10 @@ export async function startServer(
         output: async () => {
           await Promise.all([proc.exited, rest]);
           return output + (await stderr);
+        },
+        streams: async () => {
+          await Promise.all([proc.exited, rest]);
+          return { stdout: output, stderr: await stderr };
         },
         waitForOutput: (pattern) =>
           new Promise<void>((resolve, reject) => {
