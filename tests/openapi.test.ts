@@ -98,7 +98,7 @@ describe("OpenAPI document at /swagger/json", () => {
     expect(Object.keys(ok.headers ?? {})).toEqual(["Link"]);
   });
 
-  test("documents only the API: the Swagger routes themselves are hidden", async () => {
+  test("documents only the API: the Swagger routes, health, readiness and metrics are hidden", async () => {
     const { document } = await fetchDocument();
     expect(Object.keys(document.paths).sort()).toEqual([
       "/plants",
