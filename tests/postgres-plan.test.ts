@@ -10,8 +10,8 @@ import { freshPostgresDatabase, onPostgres, postgresTarget } from "./helpers";
 
 /*
  * PostgreSQL's own plan test (SQLite's is query-plan.test.ts). The statements are the ones the
- * plant store sends, caught by Drizzle's logger on their way to the driver, text and parameters
- * as sent: a change to the store's query shape is planned here too. The driver prepares each
+ * plant store sends, caught at the driver's `unsafe` (which Drizzle also calls), text and
+ * parameters as sent: a change to the store's query shape is planned here too. The driver prepares each
  * statement on its connection, so PostgreSQL may plan it with its parameters (the first five
  * executions) or once for all of them (a generic plan, afterwards): both are checked, through
  * PREPARE and EXPLAIN EXECUTE, as PostgreSQL 15 has no EXPLAIN (GENERIC_PLAN).
@@ -88,8 +88,18 @@ beforeAll(async () => {
   [{ id: ownerId }] = (await client`SELECT id FROM users WHERE name = 'owner-3'`) as [{ id: number }];
   middleId = await nthOwnId(PLANTS_PER_OWNER / 2);
   lateId = await nthOwnId((PLANTS_PER_OWNER * 5) / 6);
-  const logged = drizzle({ client, schema, logger: { logQuery: (sql, params) => void sent.push({ sql, params }) } });
-  store = createPostgresPlantStore(logged);
+  const recorded = new Proxy(client, {
+    get(target, key) {
+      if (key === "unsafe")
+        return (sql: string, params: unknown[]) => {
+          sent.push({ sql, params });
+          return target.unsafe(sql, params);
+        };
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  store = createPostgresPlantStore(drizzle({ client: recorded, schema }));
 });
 
 afterAll(async () => {

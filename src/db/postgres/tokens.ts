@@ -7,6 +7,7 @@ import {
   LAST_USED_GRANULARITY_MS,
   USER_NAME_RULE,
 } from "../../auth/tokens";
+import { positional } from "../positional";
 import type { TokenStore } from "../stores";
 import type { PostgresDatabase } from "./client";
 import { tokens, users } from "./schema";
@@ -21,11 +22,15 @@ const BOOTSTRAP_LOCK = 0x61646d696e;
  * instance, never awaited by the request.
  */
 export function createPostgresTokenStore(db: PostgresDatabase, clock: Clock = Date.now): TokenStore {
-  const findActiveByHash = db
-    .select({ tokenId: tokens.id, userId: tokens.userId, lastUsedAt: tokens.lastUsedAt })
-    .from(tokens)
-    .where(and(eq(tokens.hash, sql.placeholder("hash")), isNull(tokens.revokedAt)))
-    .prepare("tokens_find_active");
+  // Every request runs this: Drizzle writes the SQL, the driver runs it and returns a bare row
+  // (as the list does, plants.ts).
+  const findActiveByHash = positional(
+    db
+      .select({ tokenId: tokens.id, userId: tokens.userId, lastUsedAt: tokens.lastUsedAt })
+      .from(tokens)
+      .where(and(eq(tokens.hash, sql.placeholder("hash")), isNull(tokens.revokedAt))),
+    ["hash"],
+  );
   const touch = db
     .update(tokens)
     .set({ lastUsedAt: sql`${sql.placeholder("now")}::timestamptz` })
@@ -61,12 +66,14 @@ export function createPostgresTokenStore(db: PostgresDatabase, clock: Clock = Da
     issue: (userName) => db.transaction((tx) => issueIn(tx, userName)),
 
     async authenticate(token) {
-      const [row] = await findActiveByHash.execute({ hash: hashToken(token) });
+      const [row] = (await db.$client.unsafe(findActiveByHash, [hashToken(token)]).values()) as Array<
+        [tokenId: number, userId: number, lastUsedAt: Date | null]
+      >;
       if (!row) return undefined;
+      const [tokenId, userId, lastUsedAt] = row;
       const now = clock();
-      const lastUsed = row.lastUsedAt?.getTime();
-      if (lastUsed === undefined || now - lastUsed >= LAST_USED_GRANULARITY_MS) recordUse(row.tokenId, now);
-      return { id: row.userId, tokenId: row.tokenId };
+      if (lastUsedAt === null || now - lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) recordUse(tokenId, now);
+      return { id: userId, tokenId };
     },
 
     // Instances starting together on an empty database: the lock makes exactly one of them

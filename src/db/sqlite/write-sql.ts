@@ -1,21 +1,10 @@
-import { and, eq, Placeholder, type SQL, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
+import { positional } from "../positional";
 import type { AppDatabase } from "./client";
 import { plants, tokens } from "./schema";
 import type { WriteSql } from "./write-statements";
 
 export const ENDPOINT_COLUMNS = "id, url, created_at AS createdAt, disabled_at AS disabledAt";
-
-/** Drizzle's SQL for a query built with placeholders, checked to bind them in `names` order. */
-function positional(query: { toSQL(): { sql: string; params: unknown[] } }, names: string[]): string {
-  const { sql: text, params } = query.toSQL();
-  // A value for a column comes as a Param around the placeholder; a condition's, bare.
-  const order = params.map((param) => {
-    const held = (param as { value?: unknown }).value;
-    return ((held instanceof Placeholder ? held : param) as Placeholder).name;
-  });
-  if (order.join() !== names.join()) throw new Error(`write binds ${order.join()}, not ${names.join()}`);
-  return text;
-}
 
 const p = (name: string): SQL => sql.placeholder(name) as unknown as SQL;
 
