@@ -51,6 +51,24 @@ export function postgresTarget(url: string) {
   return { engine: "postgres" as const, url, poolSize: 10, connectTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
 }
 
+/**
+ * `client`, with every statement sent through its `unsafe` (the stores' hot paths, and Drizzle's
+ * own queries) pushed onto `sent`, text and parameters as sent.
+ */
+export function recordingClient(client: SQL, sent: Array<{ sql: string; params: unknown[] }>): SQL {
+  return new Proxy(client, {
+    get(target, key) {
+      if (key === "unsafe")
+        return (sql: string, params: unknown[]) => {
+          sent.push({ sql, params });
+          return target.unsafe(sql, params);
+        };
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 /** A fresh, migrated PostgreSQL database copied from the template; its URL. */
 export async function freshPostgresDatabase(): Promise<string> {
   const template = await postgresTemplate();

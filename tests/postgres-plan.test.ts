@@ -6,7 +6,7 @@ import { connect } from "../src/db/postgres/client";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import * as schema from "../src/db/postgres/schema";
 import { LIST_CHUNK_SIZE, type PlantFilter } from "../src/db/stores";
-import { freshPostgresDatabase, onPostgres, postgresTarget } from "./helpers";
+import { freshPostgresDatabase, onPostgres, postgresTarget, recordingClient } from "./helpers";
 
 /*
  * PostgreSQL's own plan test (SQLite's is query-plan.test.ts). The statements are the ones the
@@ -51,7 +51,7 @@ const outline = (nodes: PlanNode[]) =>
   nodes.map((node) => [node["Node Type"], node["Index Name"]].filter(Boolean).join(" ")).join(" > ");
 
 let client: SQL;
-let sent: Array<{ sql: string; params: unknown[] }> = [];
+const sent: Array<{ sql: string; params: unknown[] }> = [];
 let store: ReturnType<typeof createPostgresPlantStore>;
 let ownerId: number;
 /** Ids that leave half, and a sixth, of the owner's plants after them. */
@@ -88,18 +88,7 @@ beforeAll(async () => {
   [{ id: ownerId }] = (await client`SELECT id FROM users WHERE name = 'owner-3'`) as [{ id: number }];
   middleId = await nthOwnId(PLANTS_PER_OWNER / 2);
   lateId = await nthOwnId((PLANTS_PER_OWNER * 5) / 6);
-  const recorded = new Proxy(client, {
-    get(target, key) {
-      if (key === "unsafe")
-        return (sql: string, params: unknown[]) => {
-          sent.push({ sql, params });
-          return target.unsafe(sql, params);
-        };
-      const value = Reflect.get(target, key);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  store = createPostgresPlantStore(drizzle({ client: recorded, schema }));
+  store = createPostgresPlantStore(drizzle({ client: recordingClient(client, sent), schema }));
 });
 
 afterAll(async () => {
@@ -129,7 +118,7 @@ async function explain(connection: ReservedSQL, sql: string, params: unknown[]):
 
 /** Every statement `run` sends, planned with its parameters and generically. */
 async function plansOf(run: () => unknown): Promise<Plan[]> {
-  sent = [];
+  sent.length = 0;
   await run();
   expect(sent.length).toBeGreaterThan(0);
   const connection = await client.reserve();

@@ -1,32 +1,30 @@
-import { sql } from "drizzle-orm";
 import { postgresState } from "../store-errors";
 import type { PostgresDatabase } from "./client";
+import { createGroups, type GroupOptions, type Waiting } from "./groups";
 
-/** One create waiting for its statement. */
-interface Pending {
+interface Row {
   ownerId: number;
   id: bigint;
   name: string;
   tag: string | null;
-  resolve(inserted: boolean): void;
-  reject(error: unknown): void;
 }
+type Pending = Waiting<Row, boolean>;
 
-export interface GroupInsertOptions {
-  /** At most this many creates share one statement. */
-  maxRows?: number;
-  /** Statements running at once; the pool's other connections stay free for reads. */
-  concurrency?: number;
-}
+/** The group's rows in arrival order ("k"); a taken (owner, id) is skipped, as the single-row insert's rule. */
+const INSERT_GROUP = `
+  INSERT INTO plants (owner_id, id, name, tag)
+  SELECT r.o, r.i, r.n, r.t FROM json_to_recordset($1::text::json) AS r(k integer, o integer, i bigint, n text, t text)
+  ORDER BY r.k
+  ON CONFLICT DO NOTHING
+  RETURNING owner_id::text || ':' || id::text`;
 
 /** A data exception or integrity violation: a fault of one row, which must not fail its neighbours. */
 const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
 
 /**
- * Creates that arrive together go to PostgreSQL as one INSERT: one round trip, one transaction
- * and one WAL flush for all of them, where each alone costs all three. A create goes out at once
- * when a statement slot is free, so a lone create waits for nothing; under load the creates that
- * queue while the slots are busy leave together. `bun bench/pg-group-insert.ts` (64 writers, a
+ * Creates that arrive together go to PostgreSQL as one INSERT (groups.ts): one round trip, one
+ * transaction and one WAL flush for all of them, where each alone costs all three.
+ * `bun bench/pg-group-insert.ts` (64 writers, a
  * durable cluster): 13,500–16,500 creates/s one statement each, 40,800–41,400 grouped (3.0×).
  *
  * Each create still gets its own answer, and only once its statement has committed: true when
@@ -37,12 +35,9 @@ const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
  * on one row's data, its creates are run again one by one, so only that create fails; any other
  * failure (the server gone, a timeout) is every create's answer.
  */
-export function createGroupInsert(db: PostgresDatabase, { maxRows = 256, concurrency = 2 }: GroupInsertOptions = {}) {
-  let queue: Pending[] = [];
-  let running = 0;
-
+export function createGroupInsert(db: PostgresDatabase, options: GroupOptions = {}) {
   /** The keys of the rows that went in. */
-  async function insertRows(rows: Pending[]): Promise<Set<string>> {
+  async function insertRows(rows: Row[]): Promise<Set<string>> {
     // Written here rather than by JSON.stringify, which cannot hold a bigint; the id goes as its
     // decimal text, which PostgreSQL reads into bigint exactly. Sent as text: given a string for
     // a json parameter, the driver would encode it once more, as a JSON string.
@@ -52,60 +47,42 @@ export function createGroupInsert(db: PostgresDatabase, { maxRows = 256, concurr
           `{"k":${k},"o":${row.ownerId},"i":"${row.id}","n":${JSON.stringify(row.name)},"t":${JSON.stringify(row.tag)}}`,
       )
       .join(",")}]`;
-    const inserted = (await db.execute(sql`
-      INSERT INTO plants (owner_id, id, name, tag)
-      SELECT r.o, r.i, r.n, r.t FROM json_to_recordset(${json}::text::json) AS r(k integer, o integer, i bigint, n text, t text)
-      ORDER BY r.k
-      ON CONFLICT DO NOTHING
-      RETURNING owner_id::text || ':' || id::text AS key`)) as unknown as Array<{ key: string }>;
-    return new Set(inserted.map((row) => row.key));
+    const inserted = (await db.$client.unsafe(INSERT_GROUP, [json]).values()) as Array<[key: string]>;
+    return new Set(inserted.map(([key]) => key));
   }
 
-  const keyOf = (row: Pending) => `${row.ownerId}:${row.id}`;
+  const keyOf = (row: Row) => `${row.ownerId}:${row.id}`;
 
   async function runGroup(group: Pending[]): Promise<void> {
     const firsts = new Map<string, Pending>();
-    for (const row of group) if (!firsts.has(keyOf(row))) firsts.set(keyOf(row), row);
+    for (const waiting of group) if (!firsts.has(keyOf(waiting.item))) firsts.set(keyOf(waiting.item), waiting);
     let inserted: Set<string>;
     try {
-      inserted = await insertRows([...firsts.values()]);
+      inserted = await insertRows([...firsts.values()].map((waiting) => waiting.item));
     } catch (error) {
       if (group.length > 1 && rowFault(error)) return runOneByOne(group);
-      for (const row of group) row.reject(error);
-      return;
+      throw error;
     }
-    for (const row of group) row.resolve(firsts.get(keyOf(row)) === row && inserted.has(keyOf(row)));
+    for (const waiting of group) {
+      const key = keyOf(waiting.item);
+      waiting.resolve(firsts.get(key) === waiting && inserted.has(key));
+    }
   }
 
   async function runOneByOne(group: Pending[]): Promise<void> {
-    for (const row of group) {
+    for (const waiting of group) {
       try {
-        row.resolve((await insertRows([row])).size > 0);
+        waiting.resolve((await insertRows([waiting.item])).size > 0);
       } catch (error) {
-        row.reject(error);
+        waiting.reject(error);
       }
     }
   }
 
-  function pump() {
-    while (running < concurrency && queue.length > 0) {
-      const group = queue.length <= maxRows ? queue : queue.slice(0, maxRows);
-      queue = queue.length <= maxRows ? [] : queue.slice(maxRows);
-      running++;
-      void runGroup(group).finally(() => {
-        running--;
-        pump();
-      });
-    }
-  }
-
+  const groups = createGroups(runGroup, options);
   return {
     /** True once the row is committed, false when the owner already has this id. */
-    insert(ownerId: number, id: bigint, name: string, tag: string | null): Promise<boolean> {
-      return new Promise<boolean>((resolve, reject) => {
-        queue.push({ ownerId, id, name, tag, resolve, reject });
-        pump();
-      });
-    },
+    insert: (ownerId: number, id: bigint, name: string, tag: string | null): Promise<boolean> =>
+      groups.add({ ownerId, id, name, tag }),
   };
 }
