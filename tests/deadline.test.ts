@@ -22,6 +22,37 @@ describe("the PostgreSQL stores' client-side deadline", () => {
     expect(deadline.overdue()).toBe(1);
   });
 
+  test("each call expires at its own deadline, whichever settle in between; one settled in time never expires", async () => {
+    const deadline = createDeadline(60, 10);
+    const expired: string[] = [];
+    const started = performance.now();
+    const at: Record<string, number> = {};
+    const watch = (name: string, call: Promise<unknown>) =>
+      call.catch(() => {
+        expired.push(name);
+        at[name] = performance.now() - started;
+      });
+    const first = watch(
+      "first",
+      deadline.within(() => held<number>().promise),
+    );
+    const quick = held<number>();
+    const inTime = deadline.within(() => quick.promise);
+    await Bun.sleep(30);
+    const second = watch(
+      "second",
+      deadline.within(() => held<number>().promise),
+    );
+    quick.settle(7);
+    expect(await inTime).toBe(7);
+    await Promise.all([first, second]);
+    // Each at its own deadline: the second, started 30 ms later, not with the first.
+    expect(expired).toEqual(["first", "second"]);
+    expect(at.first as number).toBeGreaterThanOrEqual(59);
+    expect(at.second as number).toBeGreaterThanOrEqual(89);
+    expect(deadline.overdue()).toBe(2);
+  });
+
   test("with as many calls overdue as the pool has connections, new calls fail at once without running; they flow again when one settles", async () => {
     const deadline = createDeadline(20, 2);
     const stuck = [held<number>(), held<number>()];

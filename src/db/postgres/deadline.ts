@@ -21,6 +21,32 @@ import { StoreUnavailable } from "../store-errors";
 export function createDeadline(deadlineMs: number, maxOverdue: number, maxInFlight = Number.POSITIVE_INFINITY) {
   let overdue = 0;
   let inFlight = 0;
+  // Every call has the same allowance, so calls in order of arrival are in order of deadline:
+  // one timer, set for the oldest, serves them all (a timer per call was 3 % of an instance's
+  // CPU under reads, two calls a request, `bun --cpu-prof`).
+  const waiting = new Set<{ dueAt: number; expire(): void }>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  function watch() {
+    if (timer !== undefined) return;
+    const oldest = waiting.values().next().value;
+    if (oldest === undefined) return;
+    timer = setTimeout(expireDue, Math.max(0, oldest.dueAt - performance.now()));
+    // Left set when its calls settle in time: it must not hold a stopping process open.
+    timer.unref();
+  }
+
+  function expireDue() {
+    timer = undefined;
+    const now = performance.now();
+    for (const call of waiting) {
+      if (call.dueAt > now) break;
+      waiting.delete(call);
+      call.expire();
+    }
+    watch();
+  }
+
   return {
     /** How many calls are past their deadline and not settled yet. */
     overdue: () => overdue,
@@ -31,15 +57,20 @@ export function createDeadline(deadlineMs: number, maxOverdue: number, maxInFlig
       inFlight++;
       return new Promise<T>((resolve, reject) => {
         let late = false;
-        const timer = setTimeout(() => {
-          late = true;
-          overdue++;
-          reject(new StoreUnavailable("timeout"));
-        }, deadlineMs);
+        const call = {
+          dueAt: performance.now() + deadlineMs,
+          expire() {
+            late = true;
+            overdue++;
+            reject(new StoreUnavailable("timeout"));
+          },
+        };
+        waiting.add(call);
+        watch();
         const settle = () => {
           inFlight--;
           if (late) overdue--;
-          else clearTimeout(timer);
+          else waiting.delete(call);
         };
         running.then(
           (value) => {
