@@ -4,6 +4,7 @@ import { positional } from "../positional";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import type { PostgresDatabase } from "./client";
 import { createGroupInsert } from "./group-insert";
+import { createGroups } from "./groups";
 import { plants } from "./schema";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -12,23 +13,24 @@ const BOUNDARY_STEP = 10_000;
 const toPlant = (row: { name: string; tag: string | null }): Plant =>
   row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
 
+const SHAPES = [false, true].flatMap((after) => [false, true].map((tag) => ({ after, tag })));
+/** Which of the four statements serves a filter: with or without a cursor, with or without a tag. */
+const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
+
 /**
- * The owner's plants, after an id and with a tag when asked, in id order, as SQL for the driver:
- * one text per shape (rows or ids alone), which Bun's client prepares once per connection.
- * Drizzle writes it from the schema; the driver runs it and returns bare arrays (Drizzle's
- * prepared query fills placeholders and maps every row through nested async spans: 10 % of
- * the instance's CPU under `GET /plants` load, `bun --cpu-prof`).
+ * The owner's plant ids, after an id and with a tag when asked, in id order (the walk to a long
+ * list's last id): one SQL text per shape, which Bun's client prepares once per connection.
+ * Drizzle writes the SQL from the schema; the driver runs it and returns bare arrays (Drizzle's
+ * prepared query fills placeholders and maps every row through nested async spans: 10 % of the
+ * instance's CPU under `GET /plants` load, `bun --cpu-prof`).
  */
-function listSql(db: PostgresDatabase, idsOnly: boolean): string[] {
-  const shapes = [false, true].flatMap((after) => [false, true].map((tag) => ({ after, tag })));
-  return shapes.map(({ after, tag }) => {
+function idsSql(db: PostgresDatabase): string[] {
+  return SHAPES.map(({ after, tag }) => {
     const conditions = [eq(plants.ownerId, sql.placeholder("ownerId"))];
     if (tag) conditions.push(eq(plants.tag, sql.placeholder("tag")));
     if (after) conditions.push(gt(plants.id, sql.placeholder("after")));
-    const select = idsOnly
-      ? db.select({ id: plants.id })
-      : db.select({ id: plants.id, name: plants.name, tag: plants.tag });
-    const query = select
+    const query = db
+      .select({ id: plants.id })
       .from(plants)
       .where(and(...conditions))
       .orderBy(asc(plants.id))
@@ -37,19 +39,77 @@ function listSql(db: PostgresDatabase, idsOnly: boolean): string[] {
   });
 }
 
+/** One page asked for: its owner, tag, cursor and row count. */
+interface PageAsk {
+  ownerId: number;
+  tag: string | undefined;
+  after: bigint | undefined;
+  limit: number;
+}
+type Listed = Array<[id: string, name: string, tag: string | null]>;
+
+/**
+ * The pages asked for, as the recordset the page statements read: JSON written here (a bigint
+ * cursor goes as its decimal text, which PostgreSQL reads into bigint exactly) and sent as text.
+ */
+function recordset(asks: PageAsk[]): string {
+  const rows = asks.map(
+    ({ ownerId, tag, after, limit }, k) =>
+      `{"k":${k},"o":${ownerId},"t":${tag === undefined ? "null" : JSON.stringify(tag)},"a":${after === undefined ? "null" : `"${after}"`},"l":${limit}}`,
+  );
+  return `[${rows.join(",")}]`;
+}
+
+/**
+ * The rows of several pages of one shape in one statement: each page asked is a row of the
+ * recordset, joined to its own keyset query (the same index walk as one page alone, the plan
+ * test checks both). Rows come back tagged with their page's place in the group.
+ */
+function pagesSql(db: PostgresDatabase): string[] {
+  return SHAPES.map(({ after, tag }) => {
+    const conditions = [eq(plants.ownerId, sql`q.o`)];
+    if (tag) conditions.push(eq(plants.tag, sql`q.t`));
+    if (after) conditions.push(gt(plants.id, sql`q.a`));
+    const page = db
+      .select({ id: plants.id, name: plants.name, tag: plants.tag })
+      .from(plants)
+      .where(and(...conditions))
+      .orderBy(asc(plants.id))
+      .limit(sql`q.l` as unknown as number)
+      .toSQL().sql;
+    return `select q.k, p.id, p.name, p.tag
+      from json_to_recordset($1::text::json) as q(k integer, o integer, t text, a bigint, l integer)
+      cross join lateral (${page}) as p`;
+  });
+}
+
 /** Every statement is scoped to one owner; writes commit before they resolve (creates in groups, group-insert.ts). */
 export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   const creates = createGroupInsert(db);
   const client = db.$client;
-  const rowsSql = listSql(db, false);
-  const idsSql = listSql(db, true);
-  /** A list's SQL for the filter, and its parameters in the order the SQL binds them. */
-  function bound(texts: string[], ownerId: number, { after, tag }: PlantFilter, limit: number) {
+  const idTexts = idsSql(db);
+  // Pages asked for together share a statement per shape (groups.ts), as token lookups do:
+  // PostgreSQL's CPU per read 16-21 µs against 24-26 µs one statement each, in alternating
+  // rounds of the read scenario (scripts in the README's PostgreSQL performance section).
+  const pageGroups = pagesSql(db).map((text) =>
+    createGroups<PageAsk, Listed>(async (group) => {
+      const rows = (await client.unsafe(text, [recordset(group.map((waiting) => waiting.item))]).values()) as Array<
+        [k: number, ...Listed[0]]
+      >;
+      const pages: Listed[] = group.map(() => []);
+      for (const [k, id, name, tag] of rows) (pages[k] as Listed).push([id, name, tag]);
+      group.forEach((waiting, k) => {
+        waiting.resolve(pages[k] as Listed);
+      });
+    }),
+  );
+  /** Ids alone, for the filter, from its cursor on. */
+  function ids(ownerId: number, filter: PlantFilter, limit: number) {
     const params: Array<number | bigint | string> = [ownerId];
-    if (tag !== undefined) params.push(tag);
-    if (after !== undefined) params.push(after);
+    if (filter.tag !== undefined) params.push(filter.tag);
+    if (filter.after !== undefined) params.push(filter.after);
     params.push(limit);
-    return client.unsafe(texts[(after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1)] as string, params);
+    return client.unsafe(idTexts[shapeOf(filter)] as string, params).values() as Promise<Array<[id: string]>>;
   }
   const findOne = db
     .select({ name: plants.name, tag: plants.tag })
@@ -72,10 +132,13 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
 
     async listPage(ownerId, filter, count, upTo): Promise<PlantPage> {
       // int8 comes as its decimal text (client.ts), made an exact bigint here.
-      const values = (await bound(rowsSql, ownerId, filter, count + 1).values()) as Array<
-        [string, string, string | null]
-      >;
-      const found = values.map(([id, name, tag]) => ({ id: BigInt(id), name, tag }));
+      const pages = pageGroups[shapeOf(filter)] as (typeof pageGroups)[0];
+      const listed = await pages.add({ ownerId, tag: filter.tag, after: filter.after, limit: count + 1 });
+      const found = listed.map(([id, name, tag]) => ({ id: BigInt(id), name, tag }));
+      // Each page's rows come in id order from its index walk; the statement does not promise
+      // that order across the join, so it is checked, and restored should it ever differ.
+      if (found.some((row, i) => i > 0 && (found[i - 1] as { id: bigint }).id >= row.id))
+        found.sort((x, y) => (x.id < y.id ? -1 : 1));
       const { more, lastId } = trimToPage(found, count, upTo);
       return { plants: found.map(toPlant), lastId, more };
     },
@@ -86,7 +149,7 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
       let left = count;
       for (;;) {
         const step = Math.min(left, BOUNDARY_STEP);
-        const found = (await bound(idsSql, ownerId, { ...filter, after }, step + 1).values()) as Array<[string]>;
+        const found = await ids(ownerId, { ...filter, after }, step + 1);
         if (found.length < step) return undefined;
         left -= step;
         const last = BigInt((found[step - 1] as [string])[0]);
