@@ -198,18 +198,21 @@ export interface Stores {
 
 /**
  * Trims rows read with `LIMIT count + 1` (in place) to a page: at most `count`, none past
- * `upTo`; says whether more match past the page and which id ends it.
+ * `upTo`; says whether more match past the page and which id ends it. `idOf` reads a row's id
+ * (only of the rows at the page's end).
  */
-export function trimToPage<Row extends { id?: bigint }>(
+export function trimToPage<Row>(
   rows: Row[],
   count: number,
-  upTo?: bigint,
+  upTo: bigint | undefined,
+  idOf: (row: Row) => bigint,
 ): { more: boolean; lastId: bigint | undefined } {
   let more = rows.length > count;
   if (more) rows.pop();
-  if (upTo !== undefined && rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) {
-    while (rows.length > 0 && (rows.at(-1)?.id as bigint) > upTo) rows.pop();
+  if (upTo !== undefined && rows.length > 0 && idOf(rows.at(-1) as Row) > upTo) {
+    while (rows.length > 0 && idOf(rows.at(-1) as Row) > upTo) rows.pop();
     more = false;
   }
-  return { more, lastId: rows.at(-1)?.id };
+  const last = rows.at(-1);
+  return { more, lastId: last === undefined ? undefined : idOf(last) };
 }

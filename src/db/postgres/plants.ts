@@ -10,8 +10,7 @@ import { plants } from "./schema";
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
 
-const toPlant = (row: { name: string; tag: string | null }): Plant =>
-  row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
+const toPlant = (name: string, tag: string | null): Plant => (tag === null ? { name } : { name, tag });
 
 const SHAPES = [false, true].flatMap((after) => [false, true].map((tag) => ({ after, tag })));
 /** Which of the four statements serves a filter: with or without a cursor, with or without a tag. */
@@ -38,6 +37,20 @@ function idsSql(db: PostgresDatabase): string[] {
     return positional(query, ["ownerId", ...(tag ? ["tag"] : []), ...(after ? ["after"] : []), "limit"]);
   });
 }
+
+/**
+ * Two int8 values in PostgreSQL's decimal text, compared as numbers without making bigints:
+ * the sign, then the number of digits, then the digits.
+ */
+export function compareIds(a: string, b: string): number {
+  const negative = a.startsWith("-");
+  if (negative !== b.startsWith("-")) return negative ? -1 : 1;
+  const order = a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+  return negative ? 0 - order : order;
+}
+
+const inIdOrder = (rows: Listed) =>
+  rows.every((row, i) => i === 0 || compareIds((rows[i - 1] as Listed[0])[0], row[0]) < 0);
 
 /** One page asked for: its owner, tag, cursor and row count. */
 interface PageAsk {
@@ -127,20 +140,20 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
 
     async createPlant(ownerId: number, plant: NewPlant) {
       const stored = { name: plant.name, tag: plant.tag ?? null };
-      return (await creates.insert(ownerId, BigInt(plant.id), stored.name, stored.tag)) ? toPlant(stored) : undefined;
+      return (await creates.insert(ownerId, BigInt(plant.id), stored.name, stored.tag))
+        ? toPlant(stored.name, stored.tag)
+        : undefined;
     },
 
     async listPage(ownerId, filter, count, upTo): Promise<PlantPage> {
-      // int8 comes as its decimal text (client.ts), made an exact bigint here.
+      // int8 comes as its decimal text (client.ts); the page's last id is made an exact bigint.
       const pages = pageGroups[shapeOf(filter)] as (typeof pageGroups)[0];
       const listed = await pages.add({ ownerId, tag: filter.tag, after: filter.after, limit: count + 1 });
-      const found = listed.map(([id, name, tag]) => ({ id: BigInt(id), name, tag }));
       // Each page's rows come in id order from its index walk; the statement does not promise
       // that order across the join, so it is checked, and restored should it ever differ.
-      if (found.some((row, i) => i > 0 && (found[i - 1] as { id: bigint }).id >= row.id))
-        found.sort((x, y) => (x.id < y.id ? -1 : 1));
-      const { more, lastId } = trimToPage(found, count, upTo);
-      return { plants: found.map(toPlant), lastId, more };
+      if (!inIdOrder(listed)) listed.sort((x, y) => compareIds(x[0], y[0]));
+      const { more, lastId } = trimToPage(listed, count, upTo, (row) => BigInt(row[0]));
+      return { plants: listed.map(([, name, tag]) => toPlant(name, tag)), lastId, more };
     },
 
     async nthId(ownerId, filter, count) {
@@ -160,7 +173,7 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
 
     async getPlant(ownerId, id) {
       const [row] = await findOne.execute({ ownerId, id });
-      return row && toPlant(row);
+      return row && toPlant(row.name, row.tag);
     },
 
     async deletePlant(ownerId, id) {

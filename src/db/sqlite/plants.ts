@@ -83,7 +83,7 @@ export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChun
     listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): PlantPage {
       const { statement, params } = bound(ownerId, filter);
       const rows = statement.rows.all(...params, count + 1) as Row[];
-      const { more, lastId } = trimToPage(rows, count, upTo);
+      const { more, lastId } = trimToPage(rows, count, upTo, (row) => row.id as bigint);
       // The driver's row objects serve as Plants: JSON leaves out what is undefined.
       for (const row of rows) {
         row.id = undefined;
