@@ -96,14 +96,20 @@ function pagesSql(db: PostgresDatabase): string[] {
   });
 }
 
-/** Every statement is scoped to one owner; writes commit before they resolve (creates in groups, group-insert.ts). */
+/** The plants of a group of deletes, each scoped to its owner; the keys of those that were there. */
+const DELETE_GROUP = `
+  DELETE FROM plants USING json_to_recordset($1::text::json) AS q(o integer, i bigint)
+  WHERE plants.owner_id = q.o AND plants.id = q.i
+  RETURNING plants.owner_id::text || ':' || plants.id::text`;
+
+/** Every statement is scoped to one owner; writes commit before they resolve (creates and deletes in groups). */
 export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   const creates = createGroupInsert(db);
   const client = db.$client;
   const idTexts = idsSql(db);
   // Pages asked for together share a statement per shape (groups.ts), as token lookups do:
   // PostgreSQL's CPU per read 16-21 µs against 24-26 µs one statement each, in alternating
-  // rounds of the read scenario (scripts in the README's PostgreSQL performance section).
+  // rounds of the read scenario (`bun bench/cpu-split.ts` gives the same split).
   const pageGroups = pagesSql(db).map((text) =>
     createGroups<PageAsk, Listed>(async (group) => {
       const rows = (await client.unsafe(text, [recordset(group.map((waiting) => waiting.item))]).values()) as Array<
@@ -129,11 +135,15 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
     .from(plants)
     .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
     .prepare("plants_get");
-  const remove = db
-    .delete(plants)
-    .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
-    .returning({ ownerId: plants.ownerId })
-    .prepare("plants_delete");
+  // Deletes that arrive together share one statement, and so one transaction and one WAL flush,
+  // as creates do; a repeat of a plant within a group is a 404, as it would be one after another.
+  const removals = createGroups<{ ownerId: number; id: bigint }, boolean>(async (group) => {
+    const json = `[${group.map(({ item }) => `{"o":${item.ownerId},"i":"${item.id}"}`).join(",")}]`;
+    const gone = new Set(
+      ((await client.unsafe(DELETE_GROUP, [json]).values()) as Array<[key: string]>).map(([key]) => key),
+    );
+    for (const { item, resolve } of group) resolve(gone.delete(`${item.ownerId}:${item.id}`));
+  });
 
   return {
     listChunkSize,
@@ -177,7 +187,7 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
     },
 
     async deletePlant(ownerId, id) {
-      return (await remove.execute({ ownerId, id })).length > 0;
+      return removals.add({ ownerId, id });
     },
   };
 }

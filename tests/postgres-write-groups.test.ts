@@ -3,14 +3,16 @@ import type { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
 import { connect } from "../src/db/postgres/client";
 import { createGroupInsert } from "../src/db/postgres/group-insert";
+import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import * as schema from "../src/db/postgres/schema";
+import type { PlantStore } from "../src/db/stores";
 import { freshPostgresDatabase, makeTestApp, onPostgres, postgresTarget, recordingClient } from "./helpers";
 
 /*
- * The mechanism behind PostgreSQL's write throughput (src/db/postgres/group-insert.ts): creates
- * that arrive together share a statement, and each still gets its own exact answer. The
- * behaviour every engine must show (one 200 per id, 409 for the rest) is in
- * tests/concurrency.test.ts and tests/plants-create.test.ts, on both engines.
+ * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)
+ * and deletes (plants.ts) that arrive together share a statement, and each still gets its own
+ * exact answer. The behaviour every engine must show (one 200 per id, 409 for the rest; 204
+ * once, then 404) is in tests/concurrency.test.ts, plants-create and plants-delete, on both engines.
  */
 describe.if(onPostgres)("PostgreSQL group insert", () => {
   let client: SQL;
@@ -129,5 +131,60 @@ describe.if(onPostgres)("PostgreSQL group insert, through the app", () => {
       const listed = (await (await t.call("GET", "/plants", { token })).json()) as Array<{ name: string }>;
       expect(listed.map((plant) => plant.name)).toEqual(Array.from({ length: 100 }, (_, i) => `p${i + 1}`));
     }
+  });
+});
+
+describe.if(onPostgres)("PostgreSQL deletes in groups", () => {
+  let client: SQL;
+  const sent: Array<{ sql: string; params: unknown[] }> = [];
+  let plants: PlantStore;
+  let owners: [number, number];
+
+  beforeEach(async () => {
+    ({ client } = connect(postgresTarget(await freshPostgresDatabase()), 4));
+    sent.length = 0;
+    plants = createPostgresPlantStore(drizzle({ client: recordingClient(client, sent), schema }));
+    owners = (
+      (await client`INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{
+        id: number;
+      }>
+    ).map((row) => row.id) as [number, number];
+    await client`
+      INSERT INTO plants (owner_id, id, name)
+      SELECT u, g::bigint * 2 ^ 50 - 2 ^ 62, 'p' || g
+      FROM unnest(${`{${owners.join(",")}}`}::int[]) AS u, generate_series(0, 99) AS g`;
+  });
+
+  afterEach(async () => {
+    await client.close();
+  });
+
+  test("deletes sent together share statements; each is answered for its own plant, a repeat as gone", async () => {
+    const [a, b] = owners;
+    const id = (g: number) => BigInt(g) * 2n ** 50n - 2n ** 62n;
+    sent.length = 0;
+    // a deletes its even plants twice each and an id it never had; b deletes its first 50.
+    const asks: Array<[number, bigint, boolean]> = [];
+    for (let g = 0; g < 100; g += 2) asks.push([a, id(g), true], [a, id(g), false]);
+    asks.push([a, 5n, false]);
+    for (let g = 0; g < 50; g++) asks.push([b, id(g), true]);
+    const answers = await Promise.all(asks.map(([owner, plant]) => plants.deletePlant(owner, plant)));
+    expect(answers).toEqual(asks.map(([, , expected]) => expected));
+    const deletes = sent.filter(({ sql }) => sql.includes("DELETE FROM plants"));
+    expect(deletes.length).toBeGreaterThan(1);
+    expect(deletes.length).toBeLessThan(40);
+    const left = (await client`
+      SELECT owner_id, count(*)::int AS n FROM plants GROUP BY owner_id ORDER BY owner_id`) as Array<{ n: number }>;
+    expect(left.map((row) => row.n)).toEqual([50, 50]);
+    expect(await plants.getPlant(a, id(1))).toEqual({ name: "p1" });
+    expect(await plants.getPlant(a, id(2))).toBeUndefined();
+  });
+
+  test("a delete whose statement fails (the server gone) fails, as every other in its group", async () => {
+    await client`SELECT 1`;
+    const pending = Array.from({ length: 10 }, (_, g) => plants.deletePlant(owners[0], BigInt(g)));
+    await client.close();
+    const settled = await Promise.allSettled(pending);
+    expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);
   });
 });
