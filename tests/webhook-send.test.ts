@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
+import { reasonOf } from "../src/webhooks/failure";
 import { AddressRefused, checkedAddress, type Resolver, sendAttempt, systemResolver } from "../src/webhooks/send";
 
 interface Seen {
@@ -296,5 +297,13 @@ describe("https", () => {
     expect(result.status).toBeUndefined();
     expect(result.error).toMatch(/certificate/i);
     expect(seen).toHaveLength(0);
+  });
+});
+
+describe("the attempt log's reason", () => {
+  test("is one line: whitespace and control characters, U+0000 included, become single spaces", () => {
+    expect(reasonOf(new Error("bad\u0000byte\u0007 and\r\n\ta\u007fnew line "))).toBe("bad byte and a new line");
+    expect(reasonOf(Object.assign(new Error("refused"), { code: "ECONNREFUSED" }))).toBe("connection refused");
+    expect(reasonOf(Object.assign(new Error("odd\u0000"), { code: "E_ODD" }))).toBe("odd (E_ODD)");
   });
 });

@@ -33,13 +33,17 @@ const PLAIN_REASONS: Record<string, string> = {
   ENOTFOUND: "no such host",
 };
 
-/** One line for the attempt log: a known socket code in words, otherwise the message (and code). */
+/**
+ * One line for the attempt log: a known socket code in words, otherwise the message (and code),
+ * with whitespace and control characters made single spaces: the line is stored (PostgreSQL's
+ * text cannot hold U+0000) and printed by the CLI.
+ */
 export function reasonOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string" && PLAIN_REASONS[code]) return PLAIN_REASONS[code];
   const message = error instanceof Error ? error.message : String(error);
   const line = (typeof code === "string" && !message.includes(code) ? `${message} (${code})` : message)
-    .replace(/\s+/g, " ")
+    .replace(/[\s\p{Cc}]+/gu, " ")
     .trim();
   return line.length > ERROR_LENGTH_LIMIT ? `${line.slice(0, ERROR_LENGTH_LIMIT - 1)}…` : line;
 }
