@@ -35,9 +35,9 @@ export interface PlantStore {
   /** The stored plant, or undefined when the owner already has one with this id. */
   createPlant(ownerId: number, plant: NewPlant): Promise<Plant | undefined>;
   /**
-   * Up to `count` of the owner's plants that match, by id, and whether more match past them;
-   * `upTo` drops plants past that id. One statement: nothing stays open between the steps of a
-   * long list.
+   * Up to `count` (at most `listChunkSize`) of the owner's plants that match, by id, and
+   * whether more match past them; `upTo` drops plants past that id. One statement: nothing
+   * stays open between the steps of a long list.
    */
   listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): MaybePromise<PlantPage>;
   /**
