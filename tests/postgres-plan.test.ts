@@ -245,19 +245,15 @@ describe.if(onPostgres)("PostgreSQL costs a page of a large owner as a page", ()
           expect((await pages.listPage(big, filter, count)).plants).toHaveLength(count);
       expect(seen.length).toBe(8);
       for (const { sql, params } of seen) {
-        const [row] = (await own.unsafe(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql.replace("$1", literal(params[0]))}`)) as [
+        const [row] = (await own.unsafe(`EXPLAIN (FORMAT JSON) ${sql.replace("$1", literal(params[0]))}`)) as [
           { "QUERY PLAN": unknown },
         ];
         const json = row["QUERY PLAN"];
         const [explained] = (typeof json === "string" ? JSON.parse(json) : json) as [
-          { Plan: { "Total Cost": number }; JIT?: unknown },
+          { Plan: { "Total Cost": number } },
         ];
-        expect({ sql, cost: explained.Plan["Total Cost"], jit: explained.JIT !== undefined }).toEqual({
-          sql,
-          cost: expect.any(Number),
-          jit: false,
-        });
-        expect(explained.Plan["Total Cost"]).toBeLessThan(limit);
+        const cost = explained.Plan["Total Cost"];
+        expect({ sql, cost, belowJit: cost < limit }).toEqual({ sql, cost, belowJit: true });
       }
     } finally {
       await own.close();
