@@ -1,8 +1,10 @@
 import { Database } from "bun:sqlite";
 import { expect } from "bun:test";
 import { SQL } from "bun";
+import { drizzle } from "drizzle-orm/bun-sql";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { connect, migrate } from "../src/db/postgres/client";
+import * as postgresSchema from "../src/db/postgres/schema";
 import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
@@ -55,7 +57,7 @@ export function postgresTarget(url: string) {
  * `client`, with every statement sent through its `unsafe` (the stores' hot paths, and Drizzle's
  * own queries) pushed onto `sent`, text and parameters as sent.
  */
-export function recordingClient(client: SQL, sent: Array<{ sql: string; params: unknown[] }>): SQL {
+export function recordingClient(client: SQL, sent: SentStatement[]): SQL {
   return new Proxy(client, {
     get(target, key) {
       if (key === "unsafe")
@@ -67,6 +69,21 @@ export function recordingClient(client: SQL, sent: Array<{ sql: string; params: 
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+export type SentStatement = { sql: string; params: unknown[] };
+
+/**
+ * A pool of 4 on a fresh PostgreSQL database, a Drizzle handle on it whose statements are
+ * recorded in `sent` (for the stores' grouping tests), and two users' ids, a and b.
+ */
+export async function recordedPostgres() {
+  const { client } = connect(postgresTarget(await freshPostgresDatabase()), 4);
+  const sent: SentStatement[] = [];
+  const db = drizzle({ client: recordingClient(client, sent), schema: postgresSchema });
+  const rows = (await client`
+    INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{ id: number }>;
+  return { client, sent, db, owners: rows.map((row) => row.id) as [number, number] };
 }
 
 /** A fresh, migrated PostgreSQL database copied from the template; its URL. */

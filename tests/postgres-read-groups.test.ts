@@ -1,12 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import { drizzle } from "drizzle-orm/bun-sql";
-import { connect } from "../src/db/postgres/client";
+import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
-import * as schema from "../src/db/postgres/schema";
 import { createPostgresTokenStore } from "../src/db/postgres/tokens";
 import type { PlantFilter, PlantStore, TokenStore } from "../src/db/stores";
-import { freshPostgresDatabase, onPostgres, postgresTarget, recordingClient } from "./helpers";
+import { onPostgres, recordedPostgres, type SentStatement } from "./helpers";
 
 /*
  * PostgreSQL's reads in groups (src/db/postgres/groups.ts): token lookups (tokens.ts) and pages
@@ -17,14 +15,14 @@ import { freshPostgresDatabase, onPostgres, postgresTarget, recordingClient } fr
  */
 describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
   let client: SQL;
-  const sent: Array<{ sql: string; params: unknown[] }> = [];
+  let sent: SentStatement[];
   let tokens: TokenStore;
   const lookups = () => sent.filter(({ sql }) => sql.includes('from "tokens"'));
 
   beforeEach(async () => {
-    ({ client } = connect(postgresTarget(await freshPostgresDatabase()), 4));
-    sent.length = 0;
-    tokens = createPostgresTokenStore(drizzle({ client: recordingClient(client, sent), schema }));
+    let db: PostgresDatabase;
+    ({ client, sent, db } = await recordedPostgres());
+    tokens = createPostgresTokenStore(db);
   });
 
   afterEach(async () => {
@@ -82,19 +80,14 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
 
 describe.if(onPostgres)("PostgreSQL pages in groups", () => {
   let client: SQL;
-  const sent: Array<{ sql: string; params: unknown[] }> = [];
+  let sent: SentStatement[];
   let plants: PlantStore;
   let owners: [number, number];
 
   beforeEach(async () => {
-    ({ client } = connect(postgresTarget(await freshPostgresDatabase()), 4));
-    sent.length = 0;
-    plants = createPostgresPlantStore(drizzle({ client: recordingClient(client, sent), schema }));
-    owners = (
-      (await client`INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{
-        id: number;
-      }>
-    ).map((row) => row.id) as [number, number];
+    let db: PostgresDatabase;
+    ({ client, sent, db, owners } = await recordedPostgres());
+    plants = createPostgresPlantStore(db);
     // Ids across the bigint range, out of order; every third plant untagged.
     await client`
       INSERT INTO plants (owner_id, id, name, tag)

@@ -1,12 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import { drizzle } from "drizzle-orm/bun-sql";
-import { connect } from "../src/db/postgres/client";
+import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createGroupInsert } from "../src/db/postgres/group-insert";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
-import * as schema from "../src/db/postgres/schema";
 import type { PlantStore } from "../src/db/stores";
-import { freshPostgresDatabase, makeTestApp, onPostgres, postgresTarget, recordingClient } from "./helpers";
+import { makeTestApp, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
 
 /*
  * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)
@@ -16,21 +14,15 @@ import { freshPostgresDatabase, makeTestApp, onPostgres, postgresTarget, recordi
  */
 describe.if(onPostgres)("PostgreSQL group insert", () => {
   let client: SQL;
-  const sent: Array<{ sql: string; params: unknown[] }> = [];
+  let sent: SentStatement[];
   const statements = () => sent.map((statement) => statement.sql);
   let insert: ReturnType<typeof createGroupInsert>["insert"];
   let owners: number[];
 
   beforeEach(async () => {
-    ({ client } = connect(postgresTarget(await freshPostgresDatabase()), 4));
-    sent.length = 0;
-    ({ insert } = createGroupInsert(drizzle({ client: recordingClient(client, sent), schema }), {
-      maxSize: 50,
-      concurrency: 2,
-    }));
-    const rows = (await client`
-      INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{ id: number }>;
-    owners = rows.map((row) => row.id);
+    let db: PostgresDatabase;
+    ({ client, sent, db, owners } = await recordedPostgres());
+    ({ insert } = createGroupInsert(db, { maxSize: 50, concurrency: 2 }));
   });
 
   afterEach(async () => {
@@ -136,19 +128,14 @@ describe.if(onPostgres)("PostgreSQL group insert, through the app", () => {
 
 describe.if(onPostgres)("PostgreSQL deletes in groups", () => {
   let client: SQL;
-  const sent: Array<{ sql: string; params: unknown[] }> = [];
+  let sent: SentStatement[];
   let plants: PlantStore;
   let owners: [number, number];
 
   beforeEach(async () => {
-    ({ client } = connect(postgresTarget(await freshPostgresDatabase()), 4));
-    sent.length = 0;
-    plants = createPostgresPlantStore(drizzle({ client: recordingClient(client, sent), schema }));
-    owners = (
-      (await client`INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{
-        id: number;
-      }>
-    ).map((row) => row.id) as [number, number];
+    let db: PostgresDatabase;
+    ({ client, sent, db, owners } = await recordedPostgres());
+    plants = createPostgresPlantStore(db);
     await client`
       INSERT INTO plants (owner_id, id, name)
       SELECT u, g::bigint * 2 ^ 50 - 2 ^ 62, 'p' || g
