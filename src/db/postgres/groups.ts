@@ -20,9 +20,10 @@ export interface GroupOptions {
  * tokens.ts, plants.ts).
  *
  * One slot by default: a second statement of the same kind in flight only splits the calls that
- * would have shared the first one's successor. Against two slots, in alternating rounds
- * (`bench/lua`'s scenarios, one instance): mix +9-14 %, write +2-9 %, read +1-4 %, and
- * PostgreSQL's CPU per mixed request 37 against 53 µs.
+ * would have shared the first one's successor. Against two slots, in alternating rounds of the
+ * bench's scenarios on one instance: mix +9-14 %, write +2-9 %, read +1-4 %, and PostgreSQL's
+ * CPU per mixed request 37 against 53 µs (re-measure: `bun run bench --engine postgres` and
+ * `bun bench/cpu-split.ts` on each setting).
  */
 export function createGroups<Item, Result>(
   run: (group: Array<Waiting<Item, Result>>) => Promise<void>,
