@@ -161,14 +161,43 @@ describe.if(onPostgres)("PostgreSQL deletes in groups", () => {
     const answers = await Promise.all(asks.map(([owner, plant]) => plants.deletePlant(owner, plant)));
     expect(await blocker).toBe(true);
     expect(answers).toEqual(asks.map(([, , expected]) => expected));
-    const deletes = sent.filter(({ sql }) => sql.includes("DELETE FROM plants"));
-    // The one that held the slot, then the other 151 in one statement.
-    expect(deletes.length).toBe(1 + 1);
+    const groups = sent.filter(({ sql }) => sql.includes("DELETE FROM plants USING"));
+    const alone = sent.filter(({ sql }) => sql.includes("DELETE FROM plants WHERE"));
+    // The one that held the slot, then the other 151 in one statement; the 51 it did not
+    // delete (the repeats and the missing id) are each asked again alone for their answer.
+    expect(groups.length).toBe(1 + 1);
+    expect(alone.length).toBe(50 + 1);
     const left = (await client`
       SELECT owner_id, count(*)::int AS n FROM plants GROUP BY owner_id ORDER BY owner_id`) as Array<{ n: number }>;
     expect(left.map((row) => row.n)).toEqual([50, 49]);
     expect(await plants.getPlant(a, id(1))).toEqual({ name: "p1" });
     expect(await plants.getPlant(a, id(2))).toBeUndefined();
+  });
+
+  test("a plant another session holds locked delays its own delete only; the others are answered meanwhile", async () => {
+    const [a, b] = owners;
+    const id = (g: number) => BigInt(g) * 2n ** 50n - 2n ** 62n;
+    const session = await client.reserve();
+    try {
+      await session`BEGIN`;
+      await session`SELECT 1 FROM plants WHERE owner_id = ${a} AND id = ${id(0)} FOR UPDATE`;
+      let lockedSettled = false;
+      const locked = plants.deletePlant(a, id(0)).finally(() => {
+        lockedSettled = true;
+      });
+      const others = Promise.all([plants.deletePlant(a, id(2)), plants.deletePlant(b, id(3))]);
+      // Answered while the lock is still held: well inside this deadline, not after the statement timeout.
+      const inTime = await Promise.race([others, Bun.sleep(5_000).then(() => "still waiting")]);
+      expect(inTime).toEqual([true, true]);
+      expect(lockedSettled).toBe(false);
+      await session`ROLLBACK`;
+      expect(await locked).toBe(true);
+    } finally {
+      session.release();
+    }
+    expect(await plants.getPlant(a, id(0))).toBeUndefined();
+    expect(await plants.getPlant(b, id(3))).toBeUndefined();
+    expect(await plants.getPlant(a, id(1))).toEqual({ name: "p1" });
   });
 
   test("a delete whose statement fails (the server gone) fails, as every other in its group", async () => {

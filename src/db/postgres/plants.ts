@@ -103,11 +103,21 @@ function pagesSql(db: PostgresDatabase, maxRows: number): string[] {
   });
 }
 
-/** The plants of a group of deletes, each scoped to its owner; the keys of those that were there. */
+/**
+ * The plants of a group of deletes, each scoped to its owner; the keys of those deleted. A plant
+ * another session holds locked (an open transaction in a psql shell) is skipped, not waited
+ * for: its delete is sent again alone (DELETE_ONE), so it waits for that lock by itself and
+ * the other deletes of its group are not held up or failed with it.
+ */
 const DELETE_GROUP = `
-  DELETE FROM plants USING json_to_recordset($1::text::json) AS q(o integer, i bigint)
-  WHERE plants.owner_id = q.o AND plants.id = q.i
+  DELETE FROM plants USING (
+    SELECT p.owner_id, p.id FROM plants p
+    JOIN json_to_recordset($1::text::json) AS q(o integer, i bigint) ON p.owner_id = q.o AND p.id = q.i
+    FOR UPDATE OF p SKIP LOCKED
+  ) AS free
+  WHERE plants.owner_id = free.owner_id AND plants.id = free.id
   RETURNING plants.owner_id::text || ':' || plants.id::text`;
+const DELETE_ONE = "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1";
 
 /** Every statement is scoped to one owner; writes commit before they resolve (creates and deletes in groups). */
 export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
@@ -144,12 +154,21 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
     .prepare("plants_get");
   // Deletes that arrive together share one statement, and so one transaction and one WAL flush,
   // as creates do; a repeat of a plant within a group is a 404, as it would be one after another.
+  // A delete the group did not make (the plant is not there, or another session holds it
+  // locked) is sent again alone, outside the group's slot, for its own answer.
   const removals = createGroups<{ ownerId: number; id: bigint }, boolean>(async (group) => {
     const json = `[${group.map(({ item }) => `{"o":${item.ownerId},"i":"${item.id}"}`).join(",")}]`;
     const gone = new Set(
       ((await client.unsafe(DELETE_GROUP, [json]).values()) as Array<[key: string]>).map(([key]) => key),
     );
-    for (const { item, resolve } of group) resolve(gone.delete(`${item.ownerId}:${item.id}`));
+    for (const { item, resolve, reject } of group) {
+      if (gone.delete(`${item.ownerId}:${item.id}`)) resolve(true);
+      else
+        client
+          .unsafe(DELETE_ONE, [item.ownerId, item.id])
+          .values()
+          .then((rows) => resolve(rows.length > 0), reject);
+    }
   });
 
   return {
