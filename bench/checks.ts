@@ -211,6 +211,19 @@ export async function runBehaviourChecks(baseUrl: string, token: string, otherTo
         JSON.stringify((answer.json as unknown[]).at(-1)) === '{"name":"Fern"}',
       () => `limit=${fern + 1} gave ${answer.text.slice(0, 300)}`,
     );
+    // SPEC (paging): more plants follow Fern, so the page names the next one, relative, after Fern's id.
+    const expectedLink = `</plants?limit=${fern + 1}&after=${ids(2)}>; rel="next"`;
+    check(
+      "list with limit links the next page",
+      answer.headers.get("link") === expectedLink,
+      () => `Link is ${answer.headers.get("link")}, expected ${expectedLink}`,
+    );
+    answer = await send("GET", `/plants?limit=${all.length}`);
+    check(
+      "the last page has no Link",
+      answer.status === 200 && answer.headers.get("link") === null,
+      () => `limit=${all.length}: status ${answer.status}, Link ${answer.headers.get("link")}`,
+    );
     answer = await send("GET", "/plants?limit=0");
     expect("limit=0", answer, 200);
     expectBody("limit=0", answer, []);

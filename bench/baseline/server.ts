@@ -3,9 +3,9 @@
  * statements, no framework and no ORM. It does every check the real service does on the
  * benchmarked paths (bearer token hashed and looked up on every request, revocation honoured,
  * last_used_at at most once a minute, body limit, media type, exact int64 ids, code-point
- * lengths, nosniff on every response, and the request id, access-log line and request
- * metrics of ./observe.ts), so the gap to the service is what the framework, the ORM and the
- * libraries cost. Not done: rate limiting (the bench runs the service with RATE_LIMIT_PER_MINUTE=0),
+ * lengths, a limited page's `Link` to the next one, nosniff on every response, and the request
+ * id, access-log line and request metrics of ./observe.ts), so the gap to the service is what
+ * the framework, the ORM and the libraries cost. Not done: rate limiting (the bench runs the service with RATE_LIMIT_PER_MINUTE=0),
  * CORS (off by default in the service) and /swagger. `/healthz` answers `{"status":"ok"}`.
  *
  * With BASELINE_BARE=1 (`bun run bench:floor`) it skips ./observe.ts's work, the same checks
@@ -29,6 +29,7 @@ import {
   duplicate,
   INVALID_TOKEN,
   JSON_OK,
+  NO_LIMIT,
   NO_TOKEN,
   noSuchPlant,
   noteUser,
@@ -81,9 +82,12 @@ const touchToken = sqlite.prepare<unknown, [number, number]>("UPDATE tokens SET 
 const insertPlant = sqlite.prepare<{ ok: number }, [number, bigint, string, string | null]>(
   "INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1 AS ok",
 );
-const listPlants = sqlite.prepare<{ name: string; tag: string | null | undefined }, [number, number]>(
-  "SELECT name, tag FROM plants WHERE owner_id = (? + 0) ORDER BY id LIMIT (? + 0)",
-);
+// Ids are read as bigints, exact past 2^53 (the service does the same): the last one names the next page.
+const listPlants = sqlite
+  .prepare<{ id: bigint | undefined; name: string; tag: string | null | undefined }, [number, number]>(
+    "SELECT id, name, tag FROM plants WHERE owner_id = (? + 0) ORDER BY id LIMIT (? + 0)",
+  )
+  .safeIntegers(true);
 const deletePlant = sqlite.prepare<{ ok: number }, [number, bigint]>(
   "DELETE FROM plants WHERE owner_id = ? AND id = ? RETURNING 1 AS ok",
 );
@@ -112,14 +116,21 @@ serve(
       if (user < 0) return unauthorized(user);
       const limit = parseLimit(url, queryStart);
       if (limit === BAD_LIMIT) return badLimit();
-      // NO_LIMIT is -1, which SQLite reads as no limit.
-      const rows = listPlants.all(user, limit);
-      // JSON.stringify leaves out a property whose value is undefined: a plant without a tag.
+      // NO_LIMIT is -1, which SQLite reads as no limit. A limited page reads one plant more: if
+      // it is there, the answer links the next page (SPEC, paging), as the service's does.
+      const rows = listPlants.all(user, limit === NO_LIMIT ? NO_LIMIT : limit + 1);
+      const more = limit !== NO_LIMIT && rows.length > limit;
+      if (more) rows.pop();
+      const lastId = rows.at(-1)?.id;
+      // JSON.stringify leaves out a property whose value is undefined: the id, and a missing tag.
       for (let i = 0; i < rows.length; i++) {
-        const row = rows[i] as { tag: string | null | undefined };
+        const row = rows[i] as { id: bigint | undefined; tag: string | null | undefined };
+        row.id = undefined;
         if (row.tag === null) row.tag = undefined;
       }
-      return new Response(JSON.stringify(rows), { headers: JSON_OK });
+      if (!more || lastId === undefined) return new Response(JSON.stringify(rows), { headers: JSON_OK });
+      const link = `</plants?limit=${limit}&after=${lastId}>; rel="next"`;
+      return new Response(JSON.stringify(rows), { headers: { ...JSON_OK, link } });
     },
 
     async create(request, declaredLength) {
