@@ -11,7 +11,7 @@ import { DIRECT, type RunningServer, runCli, scratchDir, startServer } from "./p
  * the next page's Link, would look faster than it is).
  */
 const FLOOR = onPostgres ? "bench/baseline/postgres-server.ts" : "bench/baseline/server.ts";
-const CONTENDERS = [
+const CONTENDERS: Array<{ name: string; command: string[]; env: Record<string, string> }> = [
   { name: "the service", command: DIRECT, env: { RATE_LIMIT_PER_MINUTE: "0" } },
   { name: "the like-for-like baseline", command: ["bun", FLOOR], env: {} },
   { name: "the bare floor", command: ["bun", FLOOR], env: { BASELINE_BARE: "1" } },
