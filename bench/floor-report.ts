@@ -15,6 +15,20 @@ export interface FloorTargets<Side extends string> {
   maxColdStart: number;
 }
 
+/**
+ * Issue 13's targets against the bare floor, the same on both engines, for the service with its
+ * default settings (`side`, the access log on) and with LOG_LEVEL=warn (`warnSide`). Writes may
+ * beat the floor: the service commits durably with group commit, the floor one write at a time.
+ */
+export function floorTargets<Side extends string>(side: Side, warnSide: Side): FloorTargets<Side> {
+  return {
+    minRps: { [side]: { read: 0.8, write: 1.3, mix: 1.0 }, [warnSide]: { read: 0.9 } } as FloorTargets<Side>["minRps"],
+    maxP99: 1.3,
+    maxRss: 1.3,
+    maxColdStart: 2,
+  };
+}
+
 export interface FloorComparison<Name extends string, Side extends Name, Floor extends Name> {
   results: Results<Name>;
   floor: Floor;

@@ -11,7 +11,8 @@
  * two instances are also compared like for like: on a 2-core machine a second process competes
  * with the first and with PostgreSQL for the same cores, whatever it runs. One instance is also
  * compared with the bare floor (the baseline without its access log, metrics and request ids),
- * cold start included: `bun run start` against `bun run bench:floor:postgres`.
+ * cold start included: `bun run start` against `bun run bench:floor:postgres`, and so is a third
+ * instance on the same database with LOG_LEVEL=warn (no request lines), as on SQLite.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,6 +27,7 @@ import { cli, fail, onFail, peakRssKiB, ROOT, type Running, startTarget, type Ta
 import { type WrkResult, wrk } from "./wrk";
 
 const SERVICE: Target = { ...target("service"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" } };
+const SERVICE_WARN: Target = { ...target("service-warn"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "warn" } };
 const BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/postgres-server.ts")];
 const BASELINE: Target = { name: "baseline", command: BASELINE_COMMAND, env: {} };
 const FLOOR: Target = {
@@ -118,6 +120,8 @@ export async function postgresBench(): Promise<void> {
     await readyForLoad("service, instance 1", first.url, tokens.service);
     const second = await start(SERVICE, databases.service);
     await readyForLoad("service, instance 2", second.url, tokens.service, false);
+    const quiet = await start(SERVICE_WARN, databases.service);
+    await readyForLoad("service, LOG_LEVEL=warn", quiet.url, tokens.service, false);
     const floor = await start(FLOOR, databases.floor);
     await readyForLoad("floor", floor.url, tokens.floor);
 
@@ -139,6 +143,10 @@ export async function postgresBench(): Promise<void> {
       { name: "baseline", run: (scenario, idBase) => wrk(baseline.url, scenario, [...tokens.baseline, `${idBase}`]) },
       { name: "1 instance", run: (scenario, idBase) => wrk(first.url, scenario, [...tokens.service, `${idBase}`]) },
       { name: "floor", run: (scenario, idBase) => wrk(floor.url, scenario, [...tokens.floor, `${idBase}`]) },
+      {
+        name: "1 instance, warn",
+        run: (scenario, idBase) => wrk(quiet.url, scenario, [...tokens.service, `${idBase}`]),
+      },
       { name: "2 baselines", run: split(baseline, baseline2, tokens.baseline) },
       { name: "2 instances", run: split(first, second, tokens.service) },
     ]);
@@ -148,11 +156,16 @@ export async function postgresBench(): Promise<void> {
       baseline: await peakRssKiB(baseline.pid),
       first: await peakRssKiB(first.pid),
       second: await peakRssKiB(second.pid),
+      quiet: await peakRssKiB(quiet.pid),
       floor: await peakRssKiB(floor.pid),
     };
     for (const server of running.splice(0)) await server.stop();
     const cold = {
       "1 instance": await coldStart(SERVICE, databases.service, tokens.service[0], {
+        logPrefix: join(logs, "cold"),
+        viaBunRun: true,
+      }),
+      "1 instance, warn": await coldStart(SERVICE_WARN, databases.service, tokens.service[0], {
         logPrefix: join(logs, "cold"),
         viaBunRun: true,
       }),

@@ -17,23 +17,12 @@ import { join } from "node:path";
 import { baselineReport, tagIndexNote } from "./baseline-report";
 import { bigListScenario, printBigList } from "./big-list";
 import { coldStart } from "./cold-start";
-import { type FloorTargets, floorReport } from "./floor-report";
+import { floorReport, floorTargets } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
 import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS } from "./options";
 import { readyForLoad, runRounds, SEED_PER_USER, type TokenPair } from "./rounds";
 import { cli, fail, peakRssKiB, type Running, startTarget, TARGETS, type TargetName, target } from "./targets";
 import { wrk } from "./wrk";
-
-/**
- * The service's targets against the floor. Writes may beat it: the service commits at
- * synchronous=FULL with group commit, the floor one transaction per write at NORMAL.
- */
-const FLOOR_TARGETS: FloorTargets<"service" | "service-warn"> = {
-  minRps: { service: { read: 0.8, write: 1.3, mix: 1.0 }, "service-warn": { read: 0.9 } },
-  maxP99: 1.3,
-  maxRss: 1.3,
-  maxColdStart: 2,
-};
 
 async function main() {
   if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
@@ -89,7 +78,7 @@ async function main() {
     );
     const tableB = floorReport(
       { results, floor: "floor", sides: ["service", "service-warn"], rss, coldStart: viaBunRun },
-      FLOOR_TARGETS,
+      floorTargets("service", "service-warn"),
     );
     const verdicts = [...tableA.verdicts, ...tableB.verdicts];
     let allMet = tableA.allMet && tableB.allMet;
