@@ -208,3 +208,50 @@ describe.if(onPostgres)("PostgreSQL deletes in groups", () => {
     expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);
   });
 });
+
+describe.if(onPostgres)("PostgreSQL creates behind a create another session holds up", () => {
+  let client: SQL;
+  let plants: PlantStore;
+  let owners: [number, number];
+
+  beforeEach(async () => {
+    let db: PostgresDatabase;
+    ({ client, db, owners } = await recordedPostgres());
+    plants = createPostgresPlantStore(db);
+  });
+
+  afterEach(async () => {
+    await client.close();
+  });
+
+  test("a create waiting for another session's insert of its id holds only its own group", async () => {
+    const [a, b] = owners;
+    const session = await client.reserve();
+    try {
+      // An operator's open transaction has inserted a's plant 7: a create of the same id must
+      // wait for it to end (ON CONFLICT cannot skip a row lock), and so does its whole group.
+      await session`BEGIN`;
+      await session`INSERT INTO plants (owner_id, id, name) VALUES (${a}, 7, 'theirs')`;
+      let heldSettled = false;
+      const held = plants.createPlant(a, { id: 7n, name: "ours" }).finally(() => {
+        heldSettled = true;
+      });
+      // Sent after it: they go out in another statement once it has been out 50 ms (groups.ts),
+      // answered while the lock is still held, well before the statement timeout.
+      const others = Promise.all([
+        plants.createPlant(a, { id: 8n, name: "eight" }),
+        plants.createPlant(b, { id: 7n, name: "b's seven" }),
+      ]);
+      const inTime = await Promise.race([others, Bun.sleep(5_000).then(() => "still waiting")]);
+      expect(inTime).toEqual([{ name: "eight" }, { name: "b's seven" }]);
+      expect(heldSettled).toBe(false);
+      await session`COMMIT`;
+      // The other session's plant was committed first: this create is told the id is taken.
+      expect(await held).toBeUndefined();
+    } finally {
+      session.release();
+    }
+    expect(await plants.getPlant(a, 7n)).toEqual({ name: "theirs" });
+    expect(await plants.getPlant(a, 8n)).toEqual({ name: "eight" });
+  });
+});
