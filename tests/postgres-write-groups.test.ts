@@ -126,7 +126,7 @@ describe.if(onPostgres)("PostgreSQL group insert, through the app", () => {
   });
 });
 
-describe.if(onPostgres)("PostgreSQL deletes in groups", () => {
+describe.if(onPostgres)("PostgreSQL deletes in groups, and creates behind one held up", () => {
   let client: SQL;
   let sent: SentStatement[];
   let plants: PlantStore;
@@ -200,30 +200,6 @@ describe.if(onPostgres)("PostgreSQL deletes in groups", () => {
     expect(await plants.getPlant(a, id(1))).toEqual({ name: "p1" });
   });
 
-  test("a delete whose statement fails (the server gone) fails, as every other in its group", async () => {
-    await client`SELECT 1`;
-    const pending = Array.from({ length: 10 }, (_, g) => plants.deletePlant(owners[0], BigInt(g)));
-    await client.close();
-    const settled = await Promise.allSettled(pending);
-    expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);
-  });
-});
-
-describe.if(onPostgres)("PostgreSQL creates behind a create another session holds up", () => {
-  let client: SQL;
-  let plants: PlantStore;
-  let owners: [number, number];
-
-  beforeEach(async () => {
-    let db: PostgresDatabase;
-    ({ client, db, owners } = await recordedPostgres());
-    plants = createPostgresPlantStore(db);
-  });
-
-  afterEach(async () => {
-    await client.close();
-  });
-
   test("a create waiting for another session's insert of its id holds only its own group", async () => {
     const [a, b] = owners;
     const session = await client.reserve();
@@ -253,5 +229,13 @@ describe.if(onPostgres)("PostgreSQL creates behind a create another session hold
     }
     expect(await plants.getPlant(a, 7n)).toEqual({ name: "theirs" });
     expect(await plants.getPlant(a, 8n)).toEqual({ name: "eight" });
+  });
+
+  test("a delete whose statement fails (the server gone) fails, as every other in its group", async () => {
+    await client`SELECT 1`;
+    const pending = Array.from({ length: 10 }, (_, g) => plants.deletePlant(owners[0], BigInt(g)));
+    await client.close();
+    const settled = await Promise.allSettled(pending);
+    expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);
   });
 });
