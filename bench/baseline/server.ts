@@ -5,8 +5,9 @@
  * last_used_at at most once a minute, body limit, media type, exact int64 ids, code-point
  * lengths, a limited page's `Link` to the next one, nosniff on every response, and the request
  * id, access-log line and request metrics of ./observe.ts), so the gap to the service is what
- * the framework, the ORM and the libraries cost. Not done: rate limiting (the bench runs the service with RATE_LIMIT_PER_MINUTE=0),
- * CORS (off by default in the service) and /swagger. `/healthz` answers `{"status":"ok"}`.
+ * the framework, the ORM and the libraries cost. Not done: rate limiting (the bench runs the
+ * service with RATE_LIMIT_PER_MINUTE=0), CORS (off by default in the service), `after` and `tag`
+ * (the bench lists first pages only) and /swagger. `/healthz` answers `{"status":"ok"}`.
  *
  * With BASELINE_BARE=1 (`bun run bench:floor`) it skips ./observe.ts's work, the same checks
  * and statements without the request id, access log or metrics: the bench's floor, what no
