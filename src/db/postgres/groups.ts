@@ -37,11 +37,13 @@ export interface GroupOptions {
  * statement out for `stallMs` gives up its slot, and the calls queued behind it go out in
  * another one, up to `maxRunning` statements. 50 ms is far above a statement's usual time (a
  * grouped commit's p99 was 8-37 ms under the bench's write load) and far below the statement
- * timeout. One timer at most, armed only while calls wait behind a busy slot.
+ * timeout. Two statements of a kind at most: a server so loaded that statements pass 50 ms
+ * routinely then runs two of a kind, the setting measured above, and never more. One timer at
+ * most, armed only while calls wait behind a busy slot.
  */
 export function createGroups<Item, Result>(
   run: (group: Array<Waiting<Item, Result>>) => Promise<void>,
-  { maxSize = 256, concurrency = 1, stallMs = 50, maxRunning = 4 }: GroupOptions = {},
+  { maxSize = 256, concurrency = 1, stallMs = 50, maxRunning = 2 }: GroupOptions = {},
 ) {
   let queue: Array<Waiting<Item, Result>> = [];
   /** Statements in flight, by when they went out; `stalled` ones no longer hold a slot. */
