@@ -4,6 +4,7 @@ import { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { connect, migrate } from "../src/db/postgres/client";
+import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import * as postgresSchema from "../src/db/postgres/schema";
 import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
@@ -84,6 +85,12 @@ export async function recordedPostgres() {
   const rows = (await client`
     INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{ id: number }>;
   return { client, sent, db, owners: rows.map((row) => row.id) as [number, number] };
+}
+
+/** recordedPostgres() with a plant store on its recorded handle (the grouping tests of pages and writes). */
+export async function recordedPlantStore() {
+  const recorded = await recordedPostgres();
+  return { ...recorded, plants: createPostgresPlantStore(recorded.db) };
 }
 
 /** A fresh, migrated PostgreSQL database copied from the template; its URL. */

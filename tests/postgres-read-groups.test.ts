@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import type { PostgresDatabase } from "../src/db/postgres/client";
-import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import { createPostgresTokenStore } from "../src/db/postgres/tokens";
 import type { PlantFilter, PlantStore, TokenStore } from "../src/db/stores";
-import { onPostgres, recordedPostgres, type SentStatement } from "./helpers";
+import { onPostgres, recordedPlantStore, recordedPostgres, type SentStatement } from "./helpers";
 
 /*
  * PostgreSQL's reads in groups (src/db/postgres/groups.ts): token lookups (tokens.ts) and pages
@@ -85,9 +84,7 @@ describe.if(onPostgres)("PostgreSQL pages in groups", () => {
   let owners: [number, number];
 
   beforeEach(async () => {
-    let db: PostgresDatabase;
-    ({ client, sent, db, owners } = await recordedPostgres());
-    plants = createPostgresPlantStore(db);
+    ({ client, sent, plants, owners } = await recordedPlantStore());
     // Ids across the bigint range, out of order; every third plant untagged.
     await client`
       INSERT INTO plants (owner_id, id, name, tag)

@@ -2,9 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createGroupInsert } from "../src/db/postgres/group-insert";
-import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import type { PlantStore } from "../src/db/stores";
-import { makeTestApp, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
+import { makeTestApp, onPostgres, recordedPlantStore, recordedPostgres, type SentStatement } from "./helpers";
 
 /*
  * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)
@@ -133,9 +132,7 @@ describe.if(onPostgres)("PostgreSQL deletes in groups, and creates behind one he
   let owners: [number, number];
 
   beforeEach(async () => {
-    let db: PostgresDatabase;
-    ({ client, sent, db, owners } = await recordedPostgres());
-    plants = createPostgresPlantStore(db);
+    ({ client, sent, plants, owners } = await recordedPlantStore());
     await client`
       INSERT INTO plants (owner_id, id, name)
       SELECT u, g::bigint * 2 ^ 50 - 2 ^ 62, 'p' || g
