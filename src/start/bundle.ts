@@ -4,7 +4,7 @@
  * .cache/start/<key>/ and rebuilt only when what it is built from changes.
  *
  * Why: from source every start parses about 450 modules (the service's, Elysia's, TypeBox's,
- * Drizzle's, pino's) before the first request; bytecode skips the parse and most of the
+ * Drizzle's) before the first request; bytecode skips the parse and most of the
  * compile. `bun bench/cold-start.ts` measures it against the floor. No source map: a linked
  * one is read at every start and cost 20 ms of a 65 ms start (2026-11-23, five variants
  * launched alternately); the bundle is not minified, so stack traces still name functions.
