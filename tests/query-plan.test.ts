@@ -1,13 +1,19 @@
 import { describe, expect, test } from "bun:test";
+import { READ_SQL } from "../src/db/sqlite/built-sql";
 import { openDatabase } from "../src/db/sqlite/client";
-import { listPlantsQuery } from "../src/db/sqlite/plants";
+import { type ListShape, listIndex } from "../src/db/sqlite/list-query";
 import { onSqlite } from "./helpers";
 
-/** What SQLite plans for the list query with these filters (and ids only, or whole plants). */
-function planOf(options: Parameters<typeof listPlantsQuery>[1]) {
-  const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
-  const { sql, params } = listPlantsQuery(db, options).toSQL();
-  const plan = sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params.map(() => 1) as number[])) as Array<{
+/**
+ * What SQLite plans for the list statement the plant store runs with these filters (and ids
+ * only, or whole plants): the text Drizzle wrote at build time (built-sql.ts).
+ */
+function planOf({ after = false, tag = false, idsOnly = false }: ListShape) {
+  const { sqlite } = openDatabase({ path: ":memory:", synchronous: "FULL" });
+  const texts = READ_SQL.lists[listIndex(after, tag)];
+  const sql = (idsOnly ? texts?.ids : texts?.rows) ?? "";
+  const params = 2 + (after ? 1 : 0) + (tag ? 1 : 0);
+  const plan = sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<number>(params).fill(1)) as Array<{
     detail: string;
   }>;
   sqlite.close();

@@ -3,11 +3,11 @@ import { type Config, ensureDatabaseFolder, loadConfig, withoutPassword } from "
 import { connect, migrate, type PostgresTarget } from "../db/postgres/client";
 import { createPostgresTokenStore } from "../db/postgres/tokens";
 import { createPostgresWebhookStore } from "../db/postgres/webhooks";
+import { WRITE_SQL } from "../db/sqlite/built-sql";
 import { openDatabase } from "../db/sqlite/client";
 import { ForeignDatabaseError } from "../db/sqlite/ownership";
 import { createSqliteTokenStore } from "../db/sqlite/tokens";
 import { createSqliteWebhookStore } from "../db/sqlite/webhooks";
-import { writeSql } from "../db/sqlite/write-sql";
 import { inThreadWriter } from "../db/sqlite/writer";
 import { StartupRefusal } from "../db/start-up-refusal";
 import { StoreUnavailable } from "../db/store-errors";
@@ -101,7 +101,7 @@ export const withWebhookStore = <T>(use: (webhooks: WebhookStore) => Promise<T>)
       sqlite: ({ sqlite, db }, config) =>
         createSqliteWebhookStore(
           db,
-          inThreadWriter(sqlite, writeSql(db), { lockTimeoutMs: config.writeLockTimeoutMs }),
+          inThreadWriter(sqlite, WRITE_SQL, { lockTimeoutMs: config.writeLockTimeoutMs }),
           Date.now,
         ),
       postgres: ({ client }) => createPostgresWebhookStore(client, Date.now),

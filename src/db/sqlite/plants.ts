@@ -1,9 +1,8 @@
-import { and, asc, eq, gt, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { NewPlant, Plant } from "../../plants/model";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
-import { boundInteger, boundText } from "./bound";
+import { READ_SQL } from "./built-sql";
 import type { AppDatabase } from "./client";
-import { plants } from "./schema";
+import { listIndex } from "./list-query";
 import type { Writer } from "./writer";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -13,28 +12,6 @@ function toPlant(row: { name: string; tag: string | null }): Plant {
   return row.tag === null ? { name: row.name } : { name: row.name, tag: row.tag };
 }
 
-/**
- * The keyset query behind every list, unprepared (its SQL and plans are checked by a test):
- * the owner's plants, optionally after an id and with a tag, in id order. `idsOnly` reads the
- * ids alone, from the index.
- */
-export function listPlantsQuery(db: AppDatabase, { after = false, tag = false, idsOnly = false } = {}) {
-  const conditions: SQL[] = [eq(plants.ownerId, boundInteger("ownerId"))];
-  if (tag) conditions.push(eq(plants.tag, boundText("tag")));
-  if (after) conditions.push(gt(plants.id, boundInteger("after")));
-  const select = idsOnly
-    ? db.select({ id: plants.id })
-    : db.select({ id: plants.id, name: plants.name, tag: plants.tag });
-  return (
-    select
-      .from(plants)
-      .where(and(...conditions))
-      .orderBy(asc(plants.id))
-      // Drizzle types LIMIT as a number or placeholder but writes any SQL it is given.
-      .limit(boundInteger("limit") as unknown as Placeholder)
-  );
-}
-
 type Row = { id: bigint | undefined; name: string; tag: string | null | undefined };
 
 /**
@@ -42,29 +19,24 @@ type Row = { id: bigint | undefined; name: string; tag: string | null | undefine
  * commit, so they resolve only once durable.
  */
 export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
-  // Drizzle writes the list SQL; the driver runs it (Drizzle's prepared query maps its
+  // The driver runs the list SQL Drizzle wrote (Drizzle's prepared query maps its
   // placeholders on every call, about 5 % of a list request, and the list is the hot path).
   // Ids are read as bigints: the driver rounds integers past 2^53 to the nearest double, and a
   // rounded cursor would skip or repeat plants.
-  const prepare = (options: Parameters<typeof listPlantsQuery>[1]) =>
-    db.$client.prepare(listPlantsQuery(db, options).toSQL().sql).safeIntegers(true);
-  const statements = [false, true].flatMap((after) =>
-    [false, true].map((tag) => ({ rows: prepare({ after, tag }), ids: prepare({ after, tag, idsOnly: true }) })),
-  );
+  const statements = READ_SQL.lists.map(({ rows, ids }) => ({
+    rows: db.$client.prepare(rows).safeIntegers(true),
+    ids: db.$client.prepare(ids).safeIntegers(true),
+  }));
   /** The statements for a filter, and their parameters in the order the SQL binds them. */
   function bound(ownerId: number, { after, tag }: PlantFilter) {
-    const statement = statements[(after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1)] as (typeof statements)[0];
+    const statement = statements[listIndex(after !== undefined, tag !== undefined)] as (typeof statements)[0];
     const params: Array<number | bigint | string> = [ownerId];
     if (tag !== undefined) params.push(tag);
     if (after !== undefined) params.push(after);
     return { statement, params };
   }
 
-  const findOne = db
-    .select({ name: plants.name, tag: plants.tag })
-    .from(plants)
-    .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
-    .prepare();
+  const findOne = db.$client.prepare<{ name: string; tag: string | null }, [number, bigint]>(READ_SQL.getPlant);
 
   return {
     /** The stored plant, or undefined when the owner already has one with this id. */
@@ -120,8 +92,8 @@ export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChun
 
     /** One of the owner's plants, or undefined when they have none with this id. */
     getPlant(ownerId: number, id: bigint): Plant | undefined {
-      const row = findOne.get({ ownerId, id });
-      return row && toPlant(row);
+      const row = findOne.get(ownerId, id);
+      return row ? toPlant(row) : undefined;
     },
 
     /** True when the owner had the plant and it is gone now. */

@@ -5,13 +5,13 @@ import { faultDetail } from "../../http/errors";
 import { createRateLimiter } from "../../http/rate-limit";
 import type { StoreFailureKind } from "../store-errors";
 import type { Stores } from "../stores";
+import { WRITE_SQL } from "./built-sql";
 import { type AppDatabase, closeDatabase } from "./client";
 import { storeFigures } from "./figures";
 import { createSqlitePlantStore } from "./plants";
 import { createSqliteTokenStore } from "./tokens";
 import { createSqliteWebhookStore } from "./webhooks";
 import { startWorkerWriter } from "./worker-writer";
-import { writeSql } from "./write-sql";
 import { inThreadWriter, type Writer } from "./writer";
 
 export interface SqliteStoreOptions {
@@ -48,7 +48,7 @@ export function createSqliteStores(
     ? startWorkerWriter({
         path: sqlite.filename,
         synchronous: synchronousOf(db),
-        texts: writeSql(db),
+        texts: WRITE_SQL,
         maxQueued,
         lockTimeoutMs,
         onHealthChange,
@@ -58,7 +58,7 @@ export function createSqliteStores(
             faultDetail(error),
           ),
       })
-    : inThreadWriter(sqlite, writeSql(db), { maxQueued, lockTimeoutMs, onHealthChange });
+    : inThreadWriter(sqlite, WRITE_SQL, { maxQueued, lockTimeoutMs, onHealthChange });
   return {
     engine: "sqlite",
     synchronousReads: true,

@@ -1,0 +1,8 @@
+import type { ReadSql } from "./list-query";
+import { readSqlTexts, writeSqlTexts } from "./sql-texts" with { type: "macro" };
+import type { WriteSql } from "./write-statements";
+
+/** The plant store's reads, as Drizzle wrote them when this file was transpiled or bundled. */
+export const READ_SQL: ReadSql = readSqlTexts();
+/** Every write's SQL, the same way: the writer thread prepares these texts. */
+export const WRITE_SQL: WriteSql = writeSqlTexts();
