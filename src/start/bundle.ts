@@ -9,7 +9,7 @@
  * one is read at every start and cost 20 ms of a 65 ms start (2026-11-23, five variants
  * launched alternately); the bundle is not minified, so stack traces still name functions.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
 /** What a build is made from, besides Bun itself: a change to any of them is a new build. */
@@ -27,9 +27,11 @@ export interface StartBundle {
 }
 
 /**
- * The key of a build: every input file's path and content, the project's own path (a build
- * holds absolute paths: the migrations, the writer script) and the Bun that compiled the
- * bytecode, which another Bun version would refuse.
+ * The key of a build: every input file's path, size and modification time (as make and Bun's
+ * own caches judge a file changed), the project's own path (a build holds absolute paths: the
+ * migrations, the writer script) and the Bun that compiled the bytecode, which another Bun
+ * version would refuse. Reading and hashing the files' contents instead took 2.1 ms of every
+ * start against 0.5–0.7 ms for this (100 files; `bundleKey` in a loop of 20, 2026-11-23).
  */
 export function bundleKey(root: string): string {
   const hash = new Bun.CryptoHasher("sha256");
@@ -41,11 +43,10 @@ export function bundleKey(root: string): string {
     for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true }))
       if (entry.isFile()) files.push(join(entry.parentPath, entry.name));
   }
-  for (const path of files.sort())
-    hash
-      .update(`${relative(root, path)}\0`)
-      .update(readFileSync(path))
-      .update("\0");
+  for (const path of files.sort()) {
+    const { size, mtimeNs } = statSync(path, { bigint: true });
+    hash.update(`${relative(root, path)}\0${size}\0${mtimeNs}\0`);
+  }
   return hash.digest("hex").slice(0, 24);
 }
 
