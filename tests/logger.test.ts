@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { LogLevel } from "../src/config";
-import { createLogger, faultLog, lifecycleLogger } from "../src/ops/logger";
+import { createLogger, faultLog, gatheringWriter, lifecycleLogger } from "../src/ops/logger";
 import type { RequestNotes } from "../src/ops/request-id";
 
 /** A logger at `level` whose lines are collected, parsed, in `lines`. */
@@ -92,5 +92,24 @@ describe("the logger's lines", () => {
     expect(withRequest?.err).toMatchObject({ type: "RangeError", message: "bad" });
     expect(without).not.toHaveProperty("reqId");
     expect(without?.err).toEqual({ name: "StoreUnavailable" });
+  });
+});
+
+describe("stdout's gathering", () => {
+  test("lines reach the sink in order, in chunks of at least 64 KiB, and a flush hands over the rest", () => {
+    const chunks: string[] = [];
+    let flushes = 0;
+    const out = gatheringWriter({ write: (chunk) => chunks.push(chunk), flush: () => flushes++ });
+    const lines = Array.from({ length: 1000 }, (_, i) => `{"n":${i},"pad":"${"x".repeat(100)}"}\n`);
+    for (const line of lines) out.write(line);
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.every((chunk) => chunk.length >= 64 * 1024)).toBe(true);
+    const before = chunks.length;
+    out.flush();
+    expect(chunks.length).toBe(before + 1);
+    expect(flushes).toBe(1);
+    expect(chunks.join("")).toBe(lines.join(""));
+    out.flush();
+    expect(chunks.length).toBe(before + 1);
   });
 });

@@ -36,9 +36,25 @@ export const BARE = bareSetting();
 
 export const notes = new WeakMap<Request, Note>();
 const series = new Map<string, Series>();
-const sink = BARE ? undefined : Bun.file(1).writer({ highWaterMark: 64 * 1024 });
-if (sink) setInterval(() => sink.flush(), 50).unref();
-export const flushLog = () => sink?.flush();
+const fileSink = BARE ? undefined : Bun.file(1).writer({ highWaterMark: 64 * 1024 });
+// Lines gather here and go to the file writer 64 KiB at a time, as the service's do
+// (src/ops/logger.ts): Bun's writer alone makes a write syscall of every line.
+let gathered = "";
+const handOver = () => {
+  if (gathered !== "") fileSink?.write(gathered);
+  gathered = "";
+};
+const sink = fileSink && {
+  write(line: string) {
+    gathered += line;
+    if (gathered.length >= 64 * 1024) handOver();
+  },
+};
+export const flushLog = () => {
+  handOver();
+  return fileSink?.flush();
+};
+if (fileSink) setInterval(flushLog, 50).unref();
 
 function routeOf(url: string): string {
   const start = url.indexOf("/", 8);
