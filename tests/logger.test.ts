@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { LogLevel } from "../src/config";
-import { createLogger, faultLog, gatheringWriter, lifecycleLogger } from "../src/ops/logger";
+import { gatheringWriter } from "../src/ops/log-output";
+import { createLogger, faultLog, lifecycleLogger } from "../src/ops/logger";
 import type { RequestNotes } from "../src/ops/request-id";
 
 /** A logger at `level` whose lines are collected, parsed, in `lines`. */
