@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { expect } from "bun:test";
+import { afterEach, beforeEach, expect } from "bun:test";
 import { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
@@ -87,10 +87,26 @@ export async function recordedPostgres() {
   return { client, sent, db, owners: rows.map((row) => row.id) as [number, number] };
 }
 
-/** recordedPostgres() with a plant store on its recorded handle (the grouping tests of pages and writes). */
-export async function recordedPlantStore() {
-  const recorded = await recordedPostgres();
-  return { ...recorded, plants: createPostgresPlantStore(recorded.db) };
+export type RecordedPlantStore = Awaited<ReturnType<typeof recordedPostgres>> & {
+  plants: ReturnType<typeof createPostgresPlantStore>;
+};
+
+/**
+ * For a describe of the grouping tests of pages and writes: before each test, recordedPostgres()
+ * with a plant store on its recorded handle, seeded by `seed`; its pool closed after the test.
+ * The object returned holds the current test's parts.
+ */
+export function eachRecordedPlantStore(seed: (store: RecordedPlantStore) => Promise<unknown>): RecordedPlantStore {
+  const current = {} as RecordedPlantStore;
+  beforeEach(async () => {
+    const recorded = await recordedPostgres();
+    Object.assign(current, recorded, { plants: createPostgresPlantStore(recorded.db) });
+    await seed(current);
+  });
+  afterEach(async () => {
+    await current.client.close();
+  });
+  return current;
 }
 
 /** A fresh, migrated PostgreSQL database copied from the template; its URL. */

@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createPostgresTokenStore } from "../src/db/postgres/tokens";
-import type { PlantFilter, PlantStore, TokenStore } from "../src/db/stores";
-import { onPostgres, recordedPlantStore, recordedPostgres, type SentStatement } from "./helpers";
+import type { PlantFilter, TokenStore } from "../src/db/stores";
+import { eachRecordedPlantStore, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
 
 /*
  * PostgreSQL's reads in groups (src/db/postgres/groups.ts): token lookups (tokens.ts) and pages
@@ -78,26 +78,17 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
 });
 
 describe.if(onPostgres)("PostgreSQL pages in groups", () => {
-  let client: SQL;
-  let sent: SentStatement[];
-  let plants: PlantStore;
-  let owners: [number, number];
-
-  beforeEach(async () => {
-    ({ client, sent, plants, owners } = await recordedPlantStore());
-    // Ids across the bigint range, out of order; every third plant untagged.
-    await client`
+  // Ids across the bigint range, out of order; every third plant untagged.
+  const t = eachRecordedPlantStore(
+    ({ client, owners }) => client`
       INSERT INTO plants (owner_id, id, name, tag)
       SELECT u, (g * 7919 % 200)::bigint * 40000000000000000 - 4000000000000000000, 'p' || g,
              CASE WHEN g % 3 = 0 THEN NULL ELSE 't' || (g % 2) END
-      FROM unnest(${`{${owners.join(",")}}`}::int[]) AS u, generate_series(0, 199) AS g`;
-  });
-
-  afterEach(async () => {
-    await client.close();
-  });
+      FROM unnest(${`{${owners.join(",")}}`}::int[]) AS u, generate_series(0, 199) AS g`,
+  );
 
   test("pages asked together share statements; each is the page it would be alone, in id order", async () => {
+    const { plants, owners, sent } = t;
     const cursors = [undefined, -4_000_000_000_000_000_000n, 0n, 3_000_000_000_000_000_000n, 5n];
     const asks: Array<[number, PlantFilter, number]> = [];
     for (const owner of owners)
@@ -121,6 +112,7 @@ describe.if(onPostgres)("PostgreSQL pages in groups", () => {
   });
 
   test("a page whose statement fails (the server gone) fails, as every other in its group", async () => {
+    const { client, plants, owners } = t;
     await client`SELECT 1`;
     const pending = Array.from({ length: 20 }, () => plants.listPage(owners[0], {}, 20));
     await client.close();

@@ -2,8 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createGroupInsert } from "../src/db/postgres/group-insert";
-import type { PlantStore } from "../src/db/stores";
-import { makeTestApp, onPostgres, recordedPlantStore, recordedPostgres, type SentStatement } from "./helpers";
+import { eachRecordedPlantStore, makeTestApp, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
 
 /*
  * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)
@@ -126,24 +125,15 @@ describe.if(onPostgres)("PostgreSQL group insert, through the app", () => {
 });
 
 describe.if(onPostgres)("PostgreSQL deletes in groups, and creates behind one held up", () => {
-  let client: SQL;
-  let sent: SentStatement[];
-  let plants: PlantStore;
-  let owners: [number, number];
-
-  beforeEach(async () => {
-    ({ client, sent, plants, owners } = await recordedPlantStore());
-    await client`
+  const t = eachRecordedPlantStore(
+    ({ client, owners }) => client`
       INSERT INTO plants (owner_id, id, name)
       SELECT u, g::bigint * 2 ^ 50 - 2 ^ 62, 'p' || g
-      FROM unnest(${`{${owners.join(",")}}`}::int[]) AS u, generate_series(0, 99) AS g`;
-  });
-
-  afterEach(async () => {
-    await client.close();
-  });
+      FROM unnest(${`{${owners.join(",")}}`}::int[]) AS u, generate_series(0, 99) AS g`,
+  );
 
   test("deletes sent together share statements; each is answered for its own plant, a repeat as gone", async () => {
+    const { client, sent, plants, owners } = t;
     const [a, b] = owners;
     const id = (g: number) => BigInt(g) * 2n ** 50n - 2n ** 62n;
     sent.length = 0;
@@ -172,6 +162,7 @@ describe.if(onPostgres)("PostgreSQL deletes in groups, and creates behind one he
   });
 
   test("a plant another session holds locked delays its own delete only; the others are answered meanwhile", async () => {
+    const { client, plants, owners } = t;
     const [a, b] = owners;
     const id = (g: number) => BigInt(g) * 2n ** 50n - 2n ** 62n;
     const session = await client.reserve();
@@ -198,6 +189,7 @@ describe.if(onPostgres)("PostgreSQL deletes in groups, and creates behind one he
   });
 
   test("a create waiting for another session's insert of its id holds only its own group", async () => {
+    const { client, plants, owners } = t;
     const [a, b] = owners;
     const session = await client.reserve();
     try {
@@ -229,6 +221,7 @@ describe.if(onPostgres)("PostgreSQL deletes in groups, and creates behind one he
   });
 
   test("a delete whose statement fails (the server gone) fails, as every other in its group", async () => {
+    const { client, plants, owners } = t;
     await client`SELECT 1`;
     const pending = Array.from({ length: 10 }, (_, g) => plants.deletePlant(owners[0], BigInt(g)));
     await client.close();
