@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { LIST_SHAPES } from "../src/db/list-shapes";
 import { READ_SQL } from "../src/db/sqlite/built-sql";
 import { openDatabase } from "../src/db/sqlite/client";
-import { type ListShape, listIndex } from "../src/db/sqlite/list-query";
+import type { ListShape } from "../src/db/sqlite/list-query";
 import { onSqlite } from "./helpers";
 
 /**
@@ -10,7 +11,7 @@ import { onSqlite } from "./helpers";
  */
 function planOf({ after = false, tag = false, idsOnly = false }: ListShape) {
   const { sqlite } = openDatabase({ path: ":memory:", synchronous: "FULL" });
-  const texts = READ_SQL.lists[listIndex(after, tag)];
+  const texts = READ_SQL.lists[LIST_SHAPES.findIndex((shape) => shape.after === after && shape.tag === tag)];
   const sql = (idsOnly ? texts?.ids : texts?.rows) ?? "";
   const params = 2 + (after ? 1 : 0) + (tag ? 1 : 0);
   const plan = sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<number>(params).fill(1)) as Array<{

@@ -1,5 +1,6 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { NewPlant, Plant } from "../../plants/model";
+import { LIST_SHAPES, listParamNames, shapeOf } from "../list-shapes";
 import { positional } from "../positional";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import type { PostgresDatabase } from "./client";
@@ -12,10 +13,6 @@ const BOUNDARY_STEP = 10_000;
 
 const toPlant = (name: string, tag: string | null): Plant => (tag === null ? { name } : { name, tag });
 
-const SHAPES = [false, true].flatMap((after) => [false, true].map((tag) => ({ after, tag })));
-/** Which of the four statements serves a filter: with or without a cursor, with or without a tag. */
-const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
-
 /**
  * The owner's plant ids, after an id and with a tag when asked, in id order (the walk to a long
  * list's last id): one SQL text per shape, which Bun's client prepares once per connection.
@@ -24,7 +21,7 @@ const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) +
  * instance's CPU under `GET /plants` load, `bun --cpu-prof`).
  */
 function idsSql(db: PostgresDatabase): string[] {
-  return SHAPES.map(({ after, tag }) => {
+  return LIST_SHAPES.map(({ after, tag }) => {
     const conditions = [eq(plants.ownerId, sql.placeholder("ownerId"))];
     if (tag) conditions.push(eq(plants.tag, sql.placeholder("tag")));
     if (after) conditions.push(gt(plants.id, sql.placeholder("after")));
@@ -34,7 +31,7 @@ function idsSql(db: PostgresDatabase): string[] {
       .where(and(...conditions))
       .orderBy(asc(plants.id))
       .limit(sql.placeholder("limit"));
-    return positional(query, ["ownerId", ...(tag ? ["tag"] : []), ...(after ? ["after"] : []), "limit"]);
+    return positional(query, listParamNames({ after, tag }));
   });
 }
 
@@ -86,7 +83,7 @@ function recordset(asks: PageAsk[]): string {
  * `jit_above_cost` for such an owner.
  */
 function pagesSql(db: PostgresDatabase, maxRows: number): string[] {
-  return SHAPES.map(({ after, tag }) => {
+  return LIST_SHAPES.map(({ after, tag }) => {
     const conditions = [eq(plants.ownerId, sql`q.o`)];
     if (tag) conditions.push(eq(plants.tag, sql`q.t`));
     if (after) conditions.push(gt(plants.id, sql`q.a`));

@@ -1,4 +1,5 @@
 import { and, asc, eq, gt, type Placeholder, type SQL, sql } from "drizzle-orm";
+import { LIST_SHAPES, listParamNames } from "../list-shapes";
 import { positional } from "../positional";
 import { boundInteger, boundText } from "./bound";
 import type { AppDatabase } from "./client";
@@ -32,28 +33,17 @@ export function listPlantsQuery(db: AppDatabase, { after = false, tag = false, i
   );
 }
 
-/** The SQL of the plant store's reads: each list shape's, by `listIndex`, and one plant's. */
+/** The SQL of the plant store's reads: each list shape's (in LIST_SHAPES' order), and one plant's. */
 export interface ReadSql {
   lists: Array<{ rows: string; ids: string }>;
   getPlant: string;
 }
 
-/** Where a shape's statements sit in `ReadSql.lists`. */
-export const listIndex = (after: boolean, tag: boolean) => (after ? 2 : 0) + (tag ? 1 : 0);
-
 export function readSql(db: AppDatabase): ReadSql {
-  const names = (after: boolean, tag: boolean) => [
-    "ownerId",
-    ...(tag ? ["tag"] : []),
-    ...(after ? ["after"] : []),
-    "limit",
-  ];
-  const lists = [false, true].flatMap((after) =>
-    [false, true].map((tag) => ({
-      rows: positional(listPlantsQuery(db, { after, tag }), names(after, tag)),
-      ids: positional(listPlantsQuery(db, { after, tag, idsOnly: true }), names(after, tag)),
-    })),
-  );
+  const lists = LIST_SHAPES.map((shape) => ({
+    rows: positional(listPlantsQuery(db, shape), listParamNames(shape)),
+    ids: positional(listPlantsQuery(db, { ...shape, idsOnly: true }), listParamNames(shape)),
+  }));
   const getPlant = db
     .select({ name: plants.name, tag: plants.tag })
     .from(plants)

@@ -1,8 +1,8 @@
 import type { NewPlant, Plant } from "../../plants/model";
+import { shapeOf } from "../list-shapes";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import { READ_SQL } from "./built-sql";
 import type { AppDatabase } from "./client";
-import { listIndex } from "./list-query";
 import type { Writer } from "./writer";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -29,7 +29,7 @@ export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChun
   }));
   /** The statements for a filter, and their parameters in the order the SQL binds them. */
   function bound(ownerId: number, { after, tag }: PlantFilter) {
-    const statement = statements[listIndex(after !== undefined, tag !== undefined)] as (typeof statements)[0];
+    const statement = statements[shapeOf({ after, tag })] as (typeof statements)[0];
     const params: Array<number | bigint | string> = [ownerId];
     if (tag !== undefined) params.push(tag);
     if (after !== undefined) params.push(after);
