@@ -52,6 +52,25 @@ describe("the logger's lines", () => {
     ]);
   });
 
+  test("a value that throws when read still gives the line, with its message and a field saying so", async () => {
+    const log = await collected("info");
+    const hostile = Object.defineProperty(new Error("outer"), "detail", {
+      enumerable: true,
+      get() {
+        throw new RangeError("getter refused");
+      },
+    });
+    expect(() => log.logger.error({ reqId: "r1", err: hostile }, "unhandled error")).not.toThrow();
+    expect(log.lines()).toEqual([
+      {
+        level: "error",
+        time: expect.stringMatching(ISO),
+        logFieldsUnwritable: "RangeError: getter refused",
+        msg: "unhandled error",
+      },
+    ]);
+  });
+
   test("a line below the level is not written; silent writes nothing, not even errors", async () => {
     const warn = await collected("warn");
     warn.logger.info("dropped");

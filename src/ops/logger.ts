@@ -50,22 +50,28 @@ function errorFields(error: Error): Record<string, unknown> {
 const withErrors = (_key: string, value: unknown) => (value instanceof Error ? errorFields(value) : value);
 
 /**
- * A line's fields as JSON. A value JSON cannot take (a cycle, a BigInt) must not cost the
- * line, nor throw inside the code that logs a fault: the second try writes a repeated object
- * as "[Circular]" and a BigInt as its digits.
+ * A line's fields as JSON. A value JSON cannot take must not cost the line, nor throw inside
+ * the code that logs a fault: the second try writes a repeated object as "[Circular]" and a
+ * BigInt as its digits; a value that throws when read (a getter, a toJSON) leaves a field
+ * saying so in place of the fields.
  */
 function fieldsJson(fields: object): string {
   try {
     return JSON.stringify(fields, withErrors);
   } catch {
     const seen = new WeakSet<object>();
-    return JSON.stringify(fields, (key, value: unknown) => {
-      if (typeof value === "bigint") return value.toString();
-      if (typeof value !== "object" || value === null) return value;
-      if (seen.has(value)) return "[Circular]";
-      seen.add(value);
-      return withErrors(key, value);
-    });
+    try {
+      return JSON.stringify(fields, (key, value: unknown) => {
+        if (typeof value === "bigint") return value.toString();
+        if (typeof value !== "object" || value === null) return value;
+        if (seen.has(value)) return "[Circular]";
+        seen.add(value);
+        return withErrors(key, value);
+      });
+    } catch (error) {
+      const reason = error instanceof Error ? `${error.name}: ${error.message}` : "unknown";
+      return JSON.stringify({ logFieldsUnwritable: reason });
+    }
   }
 }
 
