@@ -1,6 +1,4 @@
-import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
-import { isPublicAddress } from "./address";
+import { isIP, isPublicAddress } from "./address";
 import { deadlineOf, raceSignal, reasonOf } from "./failure";
 
 /** Where a webhook may be sent: the receiver's host resolved once and held to the public-address rule. */
@@ -18,6 +16,8 @@ export function systemResolverWithin(timeoutMs: number): Resolver {
   return async (hostname) => {
     const deadline = deadlineOf(timeoutMs);
     try {
+      // Loaded on first use, as node:net is (address.ts): a start does not pay for it.
+      const { lookup } = await import("node:dns/promises");
       const found = await raceSignal(lookup(hostname, { all: true, verbatim: true }), deadline.signal);
       return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
     } finally {
