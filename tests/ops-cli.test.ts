@@ -4,7 +4,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate as migrateFromFolder } from "drizzle-orm/bun-sqlite/migrator";
-import { closeDatabase, MIGRATIONS_FOLDER, openDatabase } from "../src/db/sqlite/client";
+import { migrationsFolderOf } from "../src/db/migrations-macro";
+import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
 import { EMBEDDED_MIGRATIONS } from "../src/db/sqlite/migrations";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";
 import { onSqlite, writeClashingDatabase } from "./helpers";
@@ -244,7 +245,7 @@ describe.if(onSqlite)("bun run db:migrate", () => {
   test("records exactly what Drizzle's folder migrator records, so neither re-runs the other's work", async () => {
     const byFolder = join(scratch.dir, "by-folder.sqlite");
     const folderDb = new Database(byFolder, { create: true });
-    migrateFromFolder(drizzle({ client: folderDb }), { migrationsFolder: MIGRATIONS_FOLDER });
+    migrateFromFolder(drizzle({ client: folderDb }), { migrationsFolder: migrationsFolderOf("sqlite") });
     folderDb.close();
 
     const embedded = join(scratch.dir, "embedded.sqlite");

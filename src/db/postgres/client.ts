@@ -1,8 +1,9 @@
 import { SQL } from "bun";
 import { drizzle } from "drizzle-orm/bun-sql";
 import type { DatabaseTarget } from "../../config";
+import { compareMigrations, type MigrationStatus } from "../migration-status";
 import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
-import { compareMigrations, type Migration, type MigrationStatus } from "../migrations-macro";
+import type { Migration } from "../migrations-macro";
 import { StartupRefusal } from "../start-up-refusal";
 import * as schema from "./schema";
 

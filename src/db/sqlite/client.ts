@@ -1,12 +1,9 @@
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import type { SynchronousMode } from "../../config";
-import { migrationsFolderOf } from "../migrations-macro";
-import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus, migrationsFromFolder } from "./migrations";
+import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "./migrations";
 import { refuseForeignDatabase } from "./ownership";
 import * as schema from "./schema";
-
-export const MIGRATIONS_FOLDER = migrationsFolderOf("sqlite");
 
 export interface DatabaseOptions {
   path: string;
@@ -18,8 +15,6 @@ export interface DatabaseOptions {
    * no migration, no change of journal mode. Fails here if the file is not a database.
    */
   readonly?: boolean;
-  /** Migrations read from this folder at run time instead of the ones embedded at build time. */
-  migrationsFolder?: string;
 }
 
 export type AppDatabase = ReturnType<typeof wrap>;
@@ -40,13 +35,7 @@ function wrap(sqlite: Database) {
  * is refused before anything is written to it (see ownership.ts). WAL lets the CLI and the server
  * share the file; synchronous=FULL (the default) makes an acknowledged write survive power loss.
  */
-export function openDatabase({
-  path,
-  synchronous,
-  migrate = true,
-  readonly = false,
-  migrationsFolder,
-}: DatabaseOptions) {
+export function openDatabase({ path, synchronous, migrate = true, readonly = false }: DatabaseOptions) {
   const sqlite = new Database(path, readonly ? { readonly, strict: true } : { create: true, strict: true });
   try {
     sqlite.run("PRAGMA busy_timeout = 5000");
@@ -61,10 +50,9 @@ export function openDatabase({
     sqlite.run("PRAGMA foreign_keys = ON");
     const db = wrap(sqlite);
     if (migrate) {
-      const migrations = migrationsFolder === undefined ? EMBEDDED_MIGRATIONS : migrationsFromFolder(migrationsFolder);
       // Two reads answer "up to date" at every start but the first after an upgrade; Drizzle's
       // migrator, which would find nothing to do either, took about 2 ms to say so.
-      if (migrationStatus(sqlite, migrations).pending.length > 0) applyMigrations(db, migrations);
+      if (migrationStatus(sqlite, EMBEDDED_MIGRATIONS).pending.length > 0) applyMigrations(db, EMBEDDED_MIGRATIONS);
     }
     // Fails now, with SQLITE_READONLY, rather than at the first write a client sends.
     sqlite.run("BEGIN IMMEDIATE");

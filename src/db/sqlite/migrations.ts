@@ -2,16 +2,14 @@ import type { Database } from "bun:sqlite";
 import type { TablesRelationalConfig } from "drizzle-orm";
 import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSession, SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { compareMigrations, type MigrationStatus } from "../migration-status";
 import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
-import { compareMigrations, type Migration, type MigrationStatus, readMigrations } from "../migrations-macro";
+import type { Migration } from "../migrations-macro";
 
 export type { Migration, MigrationStatus };
 
 /** drizzle/sqlite as it was when this file was transpiled or bundled (see migrations-macro.ts). */
 export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations("sqlite");
-
-/** Reads a migrations folder at run time instead (a test's own migrations, for instance). */
-export const migrationsFromFolder = (folder: string): Migration[] => readMigrations("sqlite", folder);
 
 /** Drizzle's default, which `applyMigrations` keeps. */
 export const MIGRATIONS_TABLE = "__drizzle_migrations";
