@@ -66,6 +66,27 @@ describe("tokens", () => {
     await expectLastUsed(now);
   });
 
+  test("list gives each token's id, user and times, in id order, revoked ones included", async () => {
+    let now = Date.UTC(2026, 0, 1, 12);
+    const t = await makeTestApp({ now: () => now });
+    const alice = await t.tokens.issue("alice");
+    now += 1_000;
+    const bob = await t.tokens.issue("bob");
+    now += 1_000;
+    expect(await t.tokens.revoke(alice.id)).toBe("revoked");
+    expect(await t.tokens.list()).toEqual([
+      { id: alice.id, user: "alice", createdAt: new Date(now - 2_000), lastUsedAt: null, revokedAt: new Date(now) },
+      { id: bob.id, user: "bob", createdAt: new Date(now - 1_000), lastUsedAt: null, revokedAt: null },
+    ]);
+    // A second token for a known user joins that user, not a new one.
+    const again = await t.tokens.issue("alice");
+    expect((await t.tokens.list()).map(({ id, user }) => [id, user])).toEqual([
+      [alice.id, "alice"],
+      [bob.id, "bob"],
+      [again.id, "alice"],
+    ]);
+  });
+
   test("user names are checked", async () => {
     const t = await makeTestApp();
     await expect(t.tokens.issue("has space")).rejects.toThrow(/user name/);

@@ -1,4 +1,3 @@
-import { and, asc, eq, isNull } from "drizzle-orm";
 import {
   type Clock,
   generateToken,
@@ -9,39 +8,35 @@ import {
   USER_NAME_RULE,
 } from "../../auth/tokens";
 import type { TokenStore } from "../stores";
-import { boundText } from "./bound";
+import { TOKEN_SQL, WRITE_SQL } from "./built-sql";
 import type { AppDatabase } from "./client";
-import { tokens, users } from "./schema";
 import type { Writer } from "./writer";
+
+type Millis = number | null;
+const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
 
 /**
  * Tokens and their users on SQLite. With `writes` (the server's group commit), recording a
  * token's last use is bookkeeping done beside the request, never a write the request waits for
  * or fails on: a read must not fail because the disk is full or another process holds the
- * write lock. The answers are synchronous; the store interface's promises wrap them.
+ * write lock. The answers are synchronous; the store interface's promises wrap them. The SQL
+ * is Drizzle's, written at build time (token-sql.ts), run here as prepared statements.
  */
 export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now, writes?: Writer): TokenStore {
-  // Every request runs this: Drizzle writes the SQL, the driver runs it and returns a raw row.
-  const findActiveByHash = db.$client.prepare<unknown, [string]>(
-    db
-      .select({ tokenId: tokens.id, userId: tokens.userId, lastUsedAt: tokens.lastUsedAt })
-      .from(tokens)
-      .where(and(eq(tokens.hash, boundText("hash")), isNull(tokens.revokedAt)))
-      .toSQL().sql,
-  );
+  const sqlite = db.$client;
+  const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
+  const anyToken = sqlite.prepare<unknown, [number]>(TOKEN_SQL.anyToken);
+  const insertUser = sqlite.prepare<unknown, [string, number]>(TOKEN_SQL.insertUser);
+  const userByName = sqlite.prepare<unknown, [string]>(TOKEN_SQL.userByName);
+  const insertToken = sqlite.prepare<unknown, [number, string, number]>(TOKEN_SQL.insertToken);
+  const touch = sqlite.prepare<unknown, [number, number]>(WRITE_SQL.touchToken.sql);
 
-  const touch = (tokenId: number, now: number) =>
-    db
-      .update(tokens)
-      .set({ lastUsedAt: new Date(now) })
-      .where(eq(tokens.id, tokenId))
-      .run();
   /** Tokens whose last use is being recorded: one write each, however many requests come meanwhile. */
   const recording = new Set<number>();
 
   function recordUse(tokenId: number, now: number) {
     if (!writes) {
-      touch(tokenId, now);
+      touch.run(now, tokenId);
       return;
     }
     if (recording.has(tokenId)) return;
@@ -52,31 +47,27 @@ export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now,
       .finally(() => recording.delete(tokenId));
   }
 
-  function issue(userName: string): IssuedToken {
+  /** Inside a transaction: the user is created when new, then given a token. */
+  function issueWithin(userName: string): IssuedToken {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
-    const now = new Date(clock());
+    const now = clock();
     const token = generateToken();
-    return db.transaction(
-      (tx) => {
-        tx.insert(users).values({ name: userName, createdAt: now }).onConflictDoNothing().run();
-        const user = tx.select({ id: users.id }).from(users).where(eq(users.name, userName)).get();
-        if (!user) throw new Error("user vanished while issuing a token");
-        const row = tx
-          .insert(tokens)
-          .values({ userId: user.id, hash: hashToken(token), createdAt: now })
-          .returning({ id: tokens.id })
-          .get();
-        return { id: row.id, user: userName, token };
-      },
-      { behavior: "immediate" },
-    );
+    insertUser.run(userName, now);
+    const [user] = userByName.values(userName) as Array<[number]>;
+    if (!user) throw new Error("user vanished while issuing a token");
+    const [row] = insertToken.values(user[0], hashToken(token), now) as Array<[number]>;
+    if (!row) throw new Error("the token row was not returned");
+    return { id: row[0], user: userName, token };
   }
 
+  const issue = sqlite.transaction(issueWithin);
+  const bootstrap = sqlite.transaction(() => (anyToken.values(1).length > 0 ? undefined : issueWithin("admin")));
+
   return {
-    issue: async (userName) => issue(userName),
+    issue: async (userName) => issue.immediate(userName),
 
     authenticate(token) {
-      const row = findActiveByHash.values(hashToken(token))[0] as [number, number, number | null] | undefined;
+      const row = findActive.values(hashToken(token))[0] as [number, number, Millis] | undefined;
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt] = row;
       const now = clock();
@@ -84,39 +75,24 @@ export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now,
       return { id: userId, tokenId };
     },
 
-    async bootstrap() {
-      return db.transaction(
-        (tx) => {
-          if (tx.select({ id: tokens.id }).from(tokens).limit(1).get()) return undefined;
-          return issue("admin");
-        },
-        { behavior: "immediate" },
-      );
-    },
+    bootstrap: async () => bootstrap.immediate(),
 
     async list() {
-      return db
-        .select({
-          id: tokens.id,
-          user: users.name,
-          createdAt: tokens.createdAt,
-          lastUsedAt: tokens.lastUsedAt,
-          revokedAt: tokens.revokedAt,
-        })
-        .from(tokens)
-        .innerJoin(users, eq(users.id, tokens.userId))
-        .orderBy(asc(tokens.id))
-        .all();
+      const rows = sqlite.query(TOKEN_SQL.list).values() as Array<[number, string, number, Millis, Millis]>;
+      return rows.map(([id, user, createdAt, lastUsedAt, revokedAt]) => ({
+        id,
+        user,
+        createdAt: new Date(createdAt),
+        lastUsedAt: dateOf(lastUsedAt),
+        revokedAt: dateOf(revokedAt),
+      }));
     },
 
     async revoke(tokenId) {
-      const row = db.select({ revokedAt: tokens.revokedAt }).from(tokens).where(eq(tokens.id, tokenId)).get();
+      const [row] = sqlite.query(TOKEN_SQL.revokedAt).values(tokenId) as Array<[Millis]>;
       if (!row) return "not-found";
-      if (row.revokedAt) return "already-revoked";
-      db.update(tokens)
-        .set({ revokedAt: new Date(clock()) })
-        .where(eq(tokens.id, tokenId))
-        .run();
+      if (row[0] !== null) return "already-revoked";
+      sqlite.query(TOKEN_SQL.revoke).run(clock(), tokenId);
       return "revoked";
     },
   };
