@@ -85,6 +85,37 @@ describe.if(onSqlite)("the writer thread", () => {
     expect(page.lastId).toBe(BigInt(id));
   });
 
+  test("starts with the first write, a turn after it, never with the stores or inside a read", async () => {
+    const started: unknown[] = [];
+    const Original = globalThis.Worker;
+    globalThis.Worker = class extends Original {
+      constructor(...args: ConstructorParameters<typeof Worker>) {
+        super(...args);
+        started.push(args[0]);
+      }
+    };
+    cleanups.push(() => {
+      globalThis.Worker = Original;
+    });
+    const { stores } = storesOnFile();
+    const issued = await stores.tokens.issue("reader");
+    await turn();
+    expect(started).toHaveLength(0);
+    // A read records the token's first use, a write of its own, handed over a turn later:
+    // the thread is not started while the read is being answered.
+    expect(stores.tokens.authenticate(issued.token)).toEqual({ id: expect.any(Number), tokenId: issued.id });
+    expect(stores.plants.getPlant(1, 1n)).toBeUndefined();
+    expect(started).toHaveLength(0);
+    await until(
+      5_000,
+      async () => (await stores.tokens.list()).find(({ id }) => id === issued.id)?.lastUsedAt,
+      (lastUsedAt) => lastUsedAt !== null,
+    );
+    expect(started).toHaveLength(1);
+    expect(await stores.plants.createPlant(1, { id: 1, name: "fern" })).toEqual({ name: "fern" });
+    expect(started).toHaveLength(1);
+  });
+
   test("closing waits for the writes queued, then a write is refused", async () => {
     const { stores } = storesOnFile();
     const writes = [1, 2, 3].map((id) => stores.plants.createPlant(1, { id, name: `p${id}` }));
