@@ -18,9 +18,9 @@ export const OPENAPI_FILE = new URL("../openapi.json", import.meta.url).pathname
 export async function servedDocument(): Promise<unknown> {
   // The defaults of a real start, so the document is the one a deployment serves.
   const config = loadConfig({ DATABASE_URL: ":memory:" });
-  const { db } = openDatabase({ path: ":memory:", synchronous: config.synchronous });
+  const { sqlite } = openDatabase({ path: ":memory:", synchronous: config.synchronous });
   const log = (message: string, detail: unknown) => console.error(message, detail);
-  const stores = createSqliteStores(db, {
+  const stores = createSqliteStores(sqlite, {
     maxQueued: config.maxInFlight,
     lockTimeoutMs: config.writeLockTimeoutMs,
     log,

@@ -20,15 +20,15 @@ const firstLine = (text: string) => text.split("\n")[0];
 
 /** Three tokens, ids 1 to 3, issued straight into the database. */
 async function seedTokens() {
-  const { sqlite, db } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
-  const tokens = createSqliteTokenStore(db);
+  const { sqlite } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
+  const tokens = createSqliteTokenStore(sqlite);
   for (const user of ["alice", "bob", "carol"]) await tokens.issue(user);
   sqlite.close();
 }
 
 async function tokenStatuses(): Promise<string[]> {
-  const { sqlite, db } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
-  const statuses = (await createSqliteTokenStore(db).list()).map(
+  const { sqlite } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
+  const statuses = (await createSqliteTokenStore(sqlite).list()).map(
     (row) => `${row.id} ${row.user} ${row.revokedAt ? "revoked" : "active"}`,
   );
   sqlite.close();

@@ -30,8 +30,8 @@ const DAMAGED_BYTES = 2800;
  * middle of the file, inside the plants table's pages. Returns that user's token.
  */
 async function damagedDatabase(path: string): Promise<string> {
-  const { sqlite, db } = openDatabase({ path, synchronous: "FULL" });
-  const { token } = await createSqliteTokenStore(db).issue("alice");
+  const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+  const { token } = await createSqliteTokenStore(sqlite).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, 'seed')");
   sqlite.transaction(() => {
     for (let id = 1; id <= PLANTS; id++) insert.run(id, `Plant ${id}`);

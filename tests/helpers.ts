@@ -153,7 +153,7 @@ export async function freshStores(options: {
     };
   }
   const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
-  const stores = createSqliteStores(db, options);
+  const stores = createSqliteStores(sqlite, options);
   openedStores.add(stores);
   return { stores, sqlite, db, postgresUrl: undefined };
 }

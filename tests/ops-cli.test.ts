@@ -54,8 +54,8 @@ function tableNames(path: string): string[] {
 
 /** A migrated database with two users, their tokens and plants; the writer stays open. */
 async function populatedDatabase(path: string) {
-  const { sqlite, db } = openDatabase({ path, synchronous: "FULL" });
-  const tokens = createSqliteTokenStore(db);
+  const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+  const tokens = createSqliteTokenStore(sqlite);
   await tokens.issue("alice");
   await tokens.issue("bob");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?)");

@@ -27,8 +27,8 @@ afterEach(async () => {
 
 /** A store whose one user owns `count` plants; returns that user's token. */
 async function seedStore(path: string, count: number): Promise<string> {
-  const { sqlite, db } = openDatabase({ path, synchronous: "NORMAL" });
-  const { token } = await createSqliteTokenStore(db, Date.now).issue("alice");
+  const { sqlite } = openDatabase({ path, synchronous: "NORMAL" });
+  const { token } = await createSqliteTokenStore(sqlite, Date.now).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, ?)");
   sqlite.transaction(() => {
     for (let id = 1; id <= count; id++) insert.run(id, `Plant ${id}`, id % 2 === 0 ? "seed" : null);

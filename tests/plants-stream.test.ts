@@ -220,7 +220,7 @@ describe.if(onSqlite)("the list answer with a small chunk", () => {
   test("every size and limit around the chunk gives the whole array, byte for byte", async () => {
     const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
     const chunk = 3;
-    const queries = createSqlitePlantStore(db, inThreadWriter(sqlite, writeSql(db), {}), chunk);
+    const queries = createSqlitePlantStore(sqlite, inThreadWriter(sqlite, writeSql(db), {}), chunk);
     sqlite.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0), (2, 'b', 0)");
     const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?)");
     const faults: unknown[] = [];

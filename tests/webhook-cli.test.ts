@@ -45,8 +45,8 @@ async function serverStores(): Promise<{ stores: Stores; env: Record<string, str
     stores = createPostgresStores(client, db, { log: () => {}, ...guardOf(target) });
   } else {
     url = join(scratch.dir, "plants.sqlite");
-    const { db } = openDatabase({ path: url, synchronous: "FULL" });
-    stores = createSqliteStores(db, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
+    const { sqlite } = openDatabase({ path: url, synchronous: "FULL" });
+    stores = createSqliteStores(sqlite, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
   }
   running.push({ stop: () => stores.close() });
   return { stores, env: { DATABASE_URL: url } };

@@ -32,9 +32,9 @@ function scratch(): string {
 /** Stores on a fresh database file, with its default writer; one user (id 1) exists. */
 function storesOnFile(): { stores: Stores; path: string } {
   const path = join(scratch(), "plants.sqlite");
-  const { db } = openDatabase({ path, synchronous: "FULL" });
-  db.$client.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0)");
-  const stores = createSqliteStores(db, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
+  const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+  sqlite.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0)");
+  const stores = createSqliteStores(sqlite, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
   cleanups.push(() => stores.close());
   return { stores, path };
 }

@@ -90,7 +90,7 @@ async function withStore<S, T>(make: StoreMakers<S>, use: (store: S) => Promise<
 
 export const withTokenStore = <T>(use: (tokens: TokenStore) => Promise<T>): Promise<T> =>
   withStore(
-    { sqlite: ({ db }) => createSqliteTokenStore(db), postgres: ({ db }) => createPostgresTokenStore(db) },
+    { sqlite: ({ sqlite }) => createSqliteTokenStore(sqlite), postgres: ({ db }) => createPostgresTokenStore(db) },
     use,
   );
 
@@ -98,9 +98,9 @@ export const withWebhookStore = <T>(use: (webhooks: WebhookStore) => Promise<T>)
   withStore(
     {
       // The server may hold the write lock: wait for it as the server's own writes do.
-      sqlite: ({ sqlite, db }, config) =>
+      sqlite: ({ sqlite }, config) =>
         createSqliteWebhookStore(
-          db,
+          sqlite,
           inThreadWriter(sqlite, WRITE_SQL, { lockTimeoutMs: config.writeLockTimeoutMs }),
           Date.now,
         ),

@@ -20,9 +20,9 @@ export async function openStores(config: Config, log: FaultLog): Promise<OpenedS
     const { openPostgresStores } = await import("./postgres/stores");
     return { stores: await openPostgresStores(database, { log, maxInFlight: config.maxInFlight }) };
   }
-  const { db } = openDatabase({ path: database.path, synchronous: config.synchronous });
+  const { sqlite } = openDatabase({ path: database.path, synchronous: config.synchronous });
   return {
-    stores: createSqliteStores(db, {
+    stores: createSqliteStores(sqlite, {
       maxQueued: config.maxInFlight,
       lockTimeoutMs: config.writeLockTimeoutMs,
       log,

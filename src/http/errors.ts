@@ -1,4 +1,5 @@
-import { DrizzleError, DrizzleQueryError } from "drizzle-orm";
+// drizzle-orm/errors rather than drizzle-orm, whose index loads the query builders (client.ts).
+import { DrizzleError, DrizzleQueryError } from "drizzle-orm/errors";
 import { Elysia, type ValidationError } from "elysia";
 import { DAMAGED_LOG_MESSAGE, DAMAGED_REQUEST_MESSAGE, type StoreHealth } from "../db/health";
 import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../db/store-errors";

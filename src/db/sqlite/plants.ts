@@ -1,8 +1,8 @@
+import type { Database } from "bun:sqlite";
 import type { NewPlant, Plant } from "../../plants/model";
 import { shapeOf } from "../list-shapes";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import { READ_SQL } from "./built-sql";
-import type { AppDatabase } from "./client";
 import type { Writer } from "./writer";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -18,14 +18,14 @@ type Row = { id: bigint | undefined; name: string; tag: string | null | undefine
  * Every statement is prepared once and always scoped to one owner. Writes go through group
  * commit, so they resolve only once durable.
  */
-export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
+export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   // The driver runs the list SQL Drizzle wrote (Drizzle's prepared query maps its
   // placeholders on every call, about 5 % of a list request, and the list is the hot path).
   // Ids are read as bigints: the driver rounds integers past 2^53 to the nearest double, and a
   // rounded cursor would skip or repeat plants.
   const statements = READ_SQL.lists.map(({ rows, ids }) => ({
-    rows: db.$client.prepare(rows).safeIntegers(true),
-    ids: db.$client.prepare(ids).safeIntegers(true),
+    rows: sqlite.prepare(rows).safeIntegers(true),
+    ids: sqlite.prepare(ids).safeIntegers(true),
   }));
   /** The statements for a filter, and their parameters in the order the SQL binds them. */
   function bound(ownerId: number, { after, tag }: PlantFilter) {
@@ -36,7 +36,7 @@ export function createSqlitePlantStore(db: AppDatabase, writes: Writer, listChun
     return { statement, params };
   }
 
-  const findOne = db.$client.prepare<{ name: string; tag: string | null }, [number, bigint]>(READ_SQL.getPlant);
+  const findOne = sqlite.prepare<{ name: string; tag: string | null }, [number, bigint]>(READ_SQL.getPlant);
 
   return {
     /** The stored plant, or undefined when the owner already has one with this id. */

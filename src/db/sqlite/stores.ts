@@ -1,3 +1,4 @@
+import type { Database } from "bun:sqlite";
 import type { FaultLog } from "../../app";
 import type { Clock } from "../../auth/tokens";
 import type { SynchronousMode } from "../../config";
@@ -6,7 +7,7 @@ import { createRateLimiter } from "../../http/rate-limit";
 import type { StoreFailureKind } from "../store-errors";
 import type { Stores } from "../stores";
 import { WRITE_SQL } from "./built-sql";
-import { type AppDatabase, closeDatabase } from "./client";
+import { closeDatabase } from "./client";
 import { storeFigures } from "./figures";
 import { createSqlitePlantStore } from "./plants";
 import { createSqliteTokenStore } from "./tokens";
@@ -24,8 +25,8 @@ export interface SqliteStoreOptions {
 }
 
 /** The synchronous level the connection was opened with, for the writer's own connection. */
-function synchronousOf(db: AppDatabase): SynchronousMode {
-  const level = db.$client.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
+function synchronousOf(sqlite: Database): SynchronousMode {
+  const level = sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
   return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
 }
 
@@ -35,10 +36,9 @@ function synchronousOf(db: AppDatabase): SynchronousMode {
  * limiter is this process's own (one process owns the file).
  */
 export function createSqliteStores(
-  db: AppDatabase,
+  sqlite: Database,
   { maxQueued, lockTimeoutMs, clock = Date.now, log }: SqliteStoreOptions,
 ): Stores {
-  const sqlite = db.$client;
   const ping = sqlite.prepare("SELECT 1");
   const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
     problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
@@ -47,7 +47,7 @@ export function createSqliteStores(
   const writes: Writer = !inMemory
     ? startWorkerWriter({
         path: sqlite.filename,
-        synchronous: synchronousOf(db),
+        synchronous: synchronousOf(sqlite),
         texts: WRITE_SQL,
         maxQueued,
         lockTimeoutMs,
@@ -62,10 +62,10 @@ export function createSqliteStores(
   return {
     engine: "sqlite",
     synchronousReads: true,
-    plants: createSqlitePlantStore(db, writes),
-    tokens: createSqliteTokenStore(db, clock, writes),
-    webhooks: createSqliteWebhookStore(db, writes, clock),
-    status: { ping: () => ping.get(), problem: writes.problem, figures: storeFigures(db) },
+    plants: createSqlitePlantStore(sqlite, writes),
+    tokens: createSqliteTokenStore(sqlite, clock, writes),
+    webhooks: createSqliteWebhookStore(sqlite, writes, clock),
+    status: { ping: () => ping.get(), problem: writes.problem, figures: storeFigures(sqlite) },
     requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
     async close() {
       await writes.close();

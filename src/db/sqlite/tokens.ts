@@ -1,3 +1,4 @@
+import type { Database } from "bun:sqlite";
 import {
   type Clock,
   generateToken,
@@ -9,7 +10,6 @@ import {
 } from "../../auth/tokens";
 import type { TokenStore } from "../stores";
 import { TOKEN_SQL, WRITE_SQL } from "./built-sql";
-import type { AppDatabase } from "./client";
 import type { Writer } from "./writer";
 
 type Millis = number | null;
@@ -22,8 +22,7 @@ const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
  * write lock. The answers are synchronous; the store interface's promises wrap them. The SQL
  * is Drizzle's, written at build time (token-sql.ts), run here as prepared statements.
  */
-export function createSqliteTokenStore(db: AppDatabase, clock: Clock = Date.now, writes?: Writer): TokenStore {
-  const sqlite = db.$client;
+export function createSqliteTokenStore(sqlite: Database, clock: Clock = Date.now, writes?: Writer): TokenStore {
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
   const anyToken = sqlite.prepare<unknown, [number]>(TOKEN_SQL.anyToken);
   const insertUser = sqlite.prepare<unknown, [string, number]>(TOKEN_SQL.insertUser);

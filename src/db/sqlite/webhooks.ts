@@ -1,3 +1,4 @@
+import type { Database } from "bun:sqlite";
 import type {
   ClaimedDelivery,
   DeliveryListing,
@@ -6,8 +7,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../stores";
-import type { AppDatabase } from "./client";
-import { ENDPOINT_COLUMNS } from "./write-sql";
+import { ENDPOINT_COLUMNS } from "./endpoint-columns";
 import type { Writer } from "./writer";
 
 interface EndpointRow {
@@ -51,8 +51,7 @@ const toDelivery = (row: DeliveryRow): DeliveryListing => ({
  * the dispatcher's writes are bookkeeping, so they never take a client's place in the queue.
  * Reads answer synchronously.
  */
-export function createSqliteWebhookStore(db: AppDatabase, writes: Writer, clock: () => number): WebhookStore {
-  const sqlite = db.$client;
+export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock: () => number): WebhookStore {
   const listOwn = sqlite.prepare<EndpointRow, [number]>(
     `SELECT ${ENDPOINT_COLUMNS} FROM webhooks WHERE owner_id = ? ORDER BY id`,
   );

@@ -1,10 +1,9 @@
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import { positional } from "../positional";
 import type { AppDatabase } from "./client";
+import { ENDPOINT_COLUMNS } from "./endpoint-columns";
 import { plants, tokens } from "./schema";
 import type { WriteSql } from "./write-statements";
-
-export const ENDPOINT_COLUMNS = "id, url, created_at AS createdAt, disabled_at AS disabledAt";
 
 const p = (name: string): SQL => sql.placeholder(name) as unknown as SQL;
 
