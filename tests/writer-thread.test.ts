@@ -184,6 +184,31 @@ describe.if(onSqlite)("a writer thread that dies", () => {
     expect(crashed).toBe(2);
   });
 
+  test("a thread that cannot be started at all: 503 io for the writes waiting on it, logged, and the service goes on", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
+    const Original = globalThis.Worker;
+    globalThis.Worker = class {
+      constructor() {
+        throw new Error("no thread for you");
+      }
+    } as unknown as typeof Worker;
+    cleanups.push(() => {
+      globalThis.Worker = Original;
+    });
+    const { writer, crashes } = failingWriter(path);
+    const failed = await Promise.all([writer.run("probe", []), writer.run("probe", [])].map((w) => w.catch((e) => e)));
+    for (const error of failed) {
+      expect(error).toBeInstanceOf(StoreUnavailable);
+      expect((error as StoreUnavailable).kind).toBe("io");
+    }
+    expect(crashes).toEqual([new Error("no thread for you")]);
+    // Within the pause the next write is refused at once, as after a crash.
+    const refused = await writer.run("probe", []).catch((error) => error);
+    expect((refused as StoreUnavailable).kind).toBe("io");
+    expect(crashes).toHaveLength(1);
+  });
+
   test("a writer thread that cannot open the file (it is gone): 503 io for its writes, logged, never a new empty file", async () => {
     const path = join(scratch(), "gone.sqlite");
     const { writer, crashes } = failingWriter(path);

@@ -137,7 +137,13 @@ export function startWorkerWriter(options: WorkerWriterOptions): Writer {
     outbox = [];
     if (!worker) {
       spawnedAt = performance.now();
-      worker = spawn();
+      try {
+        worker = spawn();
+      } catch (error) {
+        // Thrown here it would escape the timer that calls send, not reach the writes' callers.
+        options.onCrash?.(error);
+        return failAll(new StoreUnavailable("io", { cause: error }));
+      }
     }
     worker.postMessage({ type: "writes", writes } satisfies ToWriter);
   }
