@@ -13,3 +13,9 @@ export const boundInteger = (name: string): SQL => sql`(${sql.placeholder(name)}
 
 /** A bound text value that does not force a re-prepare: `(? || '')`. */
 export const boundText = (name: string): SQL => sql`(${sql.placeholder(name)} || '')`;
+
+/**
+ * A named placeholder where Drizzle's types want a column's value (an insert's or an update's):
+ * for SQL rendered once, whose values are bound when it runs.
+ */
+export const placeholder = (name: string): SQL => sql.placeholder(name) as unknown as SQL;

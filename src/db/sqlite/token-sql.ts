@@ -1,6 +1,6 @@
-import { and, asc, eq, isNull, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import { positional } from "../positional";
-import { boundText } from "./bound";
+import { boundText, placeholder as p } from "./bound";
 import type { AppDatabase } from "./client";
 import { tokens, users } from "./schema";
 
@@ -23,8 +23,6 @@ export interface TokenSql {
   revokedAt: string;
   revoke: string;
 }
-
-const p = (name: string): SQL => sql.placeholder(name) as unknown as SQL;
 
 export function tokenSql(db: AppDatabase): TokenSql {
   return {

@@ -1,11 +1,10 @@
-import { and, eq, type SQL, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { positional } from "../positional";
+import { placeholder as p } from "./bound";
 import type { AppDatabase } from "./client";
 import { ENDPOINT_COLUMNS } from "./endpoint-columns";
 import { plants, tokens } from "./schema";
 import type { WriteSql } from "./write-statements";
-
-const p = (name: string): SQL => sql.placeholder(name) as unknown as SQL;
 
 /**
  * The SQL of every write. Plants and tokens are written by Drizzle from the schema; the webhook
