@@ -12,7 +12,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cli, fail, fmt, median, onFail, startTarget, type Target, target } from "./targets";
+import { createDatabase, startCluster } from "../scripts/pg-cluster";
+import { ENGINE } from "./options";
+import { cli, fail, fmt, median, onFail, POSTGRES_TARGETS, startTarget, type Target, target } from "./targets";
 
 export const LAUNCHES = 5;
 
@@ -51,40 +53,81 @@ async function launchOnce(
   return elapsed;
 }
 
-/**
- * `bun bench/cold-start.ts [launches]` (default 10): cold start alone, the service through
- * `bun run start` against the floor through `bun run bench:floor`, each on a fresh store with
- * a token, launches alternating so both see the same background load.
- */
-async function alone(launches: number) {
+/** The service and the floor on one engine: their targets, and a database each. */
+interface Sides {
+  sides: Array<{ side: Target; database: string }>;
+  logPrefix?: string;
+  close(): Promise<void>;
+}
+
+async function sqliteSides(): Promise<Sides> {
   const dir = mkdtempSync(join(tmpdir(), "plant-store-cold-"));
   const cleanup = onFail(() => rmSync(dir, { recursive: true, force: true }));
+  return {
+    sides: [target("service"), target("floor")].map((side) => ({ side, database: join(dir, `${side.name}.sqlite`) })),
+    async close() {
+      rmSync(dir, { recursive: true, force: true });
+      cleanup.release();
+    },
+  };
+}
+
+/** A throwaway cluster with a database each; the floor is bench/postgres.ts's. */
+async function postgresSides(): Promise<Sides> {
+  const cluster = await startCluster({ durable: true });
+  const cleanup = onFail(() => cluster.stopNow());
+  const logs = mkdtempSync(join(tmpdir(), "plant-store-cold-logs-"));
+  const [service, floor] = await Promise.all([
+    createDatabase(cluster.url, "cold_service"),
+    createDatabase(cluster.url, "cold_floor"),
+  ]);
+  return {
+    sides: [
+      { side: POSTGRES_TARGETS.service, database: service },
+      { side: POSTGRES_TARGETS.floor, database: floor },
+    ],
+    logPrefix: join(logs, "cold"),
+    async close() {
+      await cluster.stop();
+      rmSync(logs, { recursive: true, force: true });
+      cleanup.release();
+    },
+  };
+}
+
+/**
+ * `bun bench/cold-start.ts [launches] [--engine postgres]` (default 10 launches, SQLite): cold
+ * start alone, the service through `bun run start` against the floor through `bun run
+ * bench:floor` (or `bench:floor:postgres`), each on a fresh store with a token, launches
+ * alternating so both see the same background load.
+ */
+async function alone(launches: number) {
+  const { sides, logPrefix, close } = await (ENGINE === "postgres" ? postgresSides() : sqliteSides());
   try {
-    const sides = [target("service"), target("floor")].map((side) => ({
-      side,
-      database: join(dir, `${side.name}.sqlite`),
-    }));
+    // The floor reads the tokens table the service's migrations make: the service's CLI makes it on both.
     const tokens = await Promise.all(sides.map(({ database }) => cli(["token", "create", "--user", "cold"], database)));
     const times: number[][] = sides.map(() => []);
     for (let run = 0; run < launches; run++) {
       const order = run % 2 === 0 ? [0, 1] : [1, 0];
       for (const i of order) {
         const { side, database } = sides[i] as (typeof sides)[0];
-        (times[i] as number[]).push(await launchOnce(side, database, tokens[i] as string, { viaBunRun: true }));
+        const options = { viaBunRun: true, ...(logPrefix && { logPrefix }) };
+        (times[i] as number[]).push(await launchOnce(side, database, tokens[i] as string, options));
       }
     }
     const [service, floor] = times.map(median) as [number, number];
-    console.log(`service (bun run start)      median ${fmt(service, 1)} ms`);
-    console.log(`floor (bun run bench:floor)  median ${fmt(floor, 1)} ms`);
+    const floorScript = sides[1]?.side.script;
+    console.log(`${ENGINE}: service (bun run start) median ${fmt(service, 1)} ms`);
+    console.log(`${ENGINE}: floor (bun run ${floorScript}) median ${fmt(floor, 1)} ms`);
     console.log(`ratio ${fmt(service / floor, 2)}× (${launches} launches each)`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
-    cleanup.release();
+    await close();
   }
 }
 
 if (import.meta.main) {
-  const launches = Number(process.argv[2] ?? 10);
-  if (!Number.isInteger(launches) || launches < 1) fail(`launches must be a positive integer, not ${process.argv[2]}`);
+  const given = process.argv[2];
+  const launches = given === undefined || given.startsWith("--") ? 10 : Number(given);
+  if (!Number.isInteger(launches) || launches < 1) fail(`launches must be a positive integer, not ${given}`);
   await alone(launches);
 }

@@ -8,6 +8,7 @@
 import { sql } from "drizzle-orm";
 import { createDatabase, startCluster } from "../scripts/pg-cluster";
 import { connect, migrate } from "../src/db/postgres/client";
+import { drizzleView } from "../src/db/postgres/drizzle-view";
 import { createGroupInsert } from "../src/db/postgres/group-insert";
 import { plants } from "../src/db/postgres/schema";
 
@@ -17,7 +18,7 @@ const WRITERS = 64;
 
 const cluster = await startCluster({ durable: true });
 try {
-  const { client, db } = connect({
+  const { client } = connect({
     engine: "postgres",
     url: await createDatabase(cluster.url, "group_insert_bench"),
     poolSize: 10,
@@ -31,7 +32,7 @@ try {
     }>
   ).map((row) => row.id);
 
-  const single = db
+  const single = drizzleView(client)
     .insert(plants)
     .values({
       ownerId: sql.placeholder("ownerId"),
@@ -42,7 +43,7 @@ try {
     .onConflictDoNothing()
     .returning({ name: plants.name, tag: plants.tag })
     .prepare("bench_single_insert");
-  const grouped = createGroupInsert(db);
+  const grouped = createGroupInsert(client);
 
   type Insert = (ownerId: number, id: bigint, name: string) => Promise<unknown>;
   const contenders: Array<[string, Insert]> = [

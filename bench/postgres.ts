@@ -23,19 +23,11 @@ import { coldStart } from "./cold-start";
 import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, type PostgresContender, postgresReport } from "./postgres-report";
 import { readyForLoad, runRounds, type Scenario, SEED_PER_USER, type TokenPair } from "./rounds";
-import { cli, fail, onFail, peakRssKiB, ROOT, type Running, startTarget, type Target, target } from "./targets";
-import { type WrkResult, wrk } from "./wrk";
+import { cli, fail, onFail, POSTGRES_TARGETS, peakRssKiB, type Running, startTarget, type Target } from "./targets";
 
-const SERVICE: Target = { ...target("service"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" } };
-const SERVICE_WARN: Target = { ...target("service-warn"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "warn" } };
-const BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/postgres-server.ts")];
-const BASELINE: Target = { name: "baseline", command: BASELINE_COMMAND, env: {} };
-const FLOOR: Target = {
-  name: "floor",
-  command: BASELINE_COMMAND,
-  script: "bench:floor:postgres",
-  env: { BASELINE_BARE: "1" },
-};
+const { service: SERVICE, serviceWarn: SERVICE_WARN, baseline: BASELINE, floor: FLOOR } = POSTGRES_TARGETS;
+
+import { type WrkResult, wrk } from "./wrk";
 
 /** Two wrk runs at once, as one: req/s summed, the worse latency, every error counted. */
 function together(one: WrkResult, two: WrkResult): WrkResult {

@@ -37,6 +37,20 @@ export const TARGETS: Target[] = [
 
 export const target = (name: TargetName) => TARGETS.find((candidate) => candidate.name === name) as Target;
 
+/** On PostgreSQL (bench/postgres.ts): the service at either log level, and the baseline and floor on Bun's SQL client. */
+const POSTGRES_BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/postgres-server.ts")];
+export const POSTGRES_TARGETS = {
+  service: { ...target("service"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" } },
+  serviceWarn: { ...target("service-warn"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "warn" } },
+  baseline: { name: "baseline", command: POSTGRES_BASELINE_COMMAND, env: {} },
+  floor: {
+    name: "floor",
+    command: POSTGRES_BASELINE_COMMAND,
+    script: "bench:floor:postgres",
+    env: { BASELINE_BARE: "1" },
+  },
+} satisfies Record<string, Target>;
+
 export interface Running {
   url: string;
   pid: number;

@@ -1,11 +1,9 @@
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, expect } from "bun:test";
 import { SQL } from "bun";
-import { drizzle } from "drizzle-orm/bun-sql";
 import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
 import { connect, migrate } from "../src/db/postgres/client";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
-import * as postgresSchema from "../src/db/postgres/schema";
 import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
@@ -75,16 +73,16 @@ export function recordingClient(client: SQL, sent: SentStatement[]): SQL {
 export type SentStatement = { sql: string; params: unknown[] };
 
 /**
- * A pool of 4 on a fresh PostgreSQL database, a Drizzle handle on it whose statements are
- * recorded in `sent` (for the stores' grouping tests), and two users' ids, a and b.
+ * A pool of 4 on a fresh PostgreSQL database, the same pool with its statements recorded in
+ * `sent` (`recording`) (for the stores' grouping tests), and two users' ids, a and b.
  */
 export async function recordedPostgres() {
   const { client } = connect(postgresTarget(await freshPostgresDatabase()), 4);
   const sent: SentStatement[] = [];
-  const db = drizzle({ client: recordingClient(client, sent), schema: postgresSchema });
+  const recording = recordingClient(client, sent);
   const rows = (await client`
     INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{ id: number }>;
-  return { client, sent, db, owners: rows.map((row) => row.id) as [number, number] };
+  return { client, sent, recording, owners: rows.map((row) => row.id) as [number, number] };
 }
 
 export type RecordedPlantStore = Awaited<ReturnType<typeof recordedPostgres>> & {
@@ -100,7 +98,7 @@ export function eachRecordedPlantStore(seed: (store: RecordedPlantStore) => Prom
   const current = {} as RecordedPlantStore;
   beforeEach(async () => {
     const recorded = await recordedPostgres();
-    Object.assign(current, recorded, { plants: createPostgresPlantStore(recorded.db) });
+    Object.assign(current, recorded, { plants: createPostgresPlantStore(recorded.recording) });
     await seed(current);
   });
   afterEach(async () => {
@@ -142,8 +140,8 @@ export async function freshStores(options: {
   if (onPostgres) {
     const target = postgresTarget(await freshPostgresDatabase());
     if (options.statementTimeoutMs !== undefined) target.statementTimeoutMs = options.statementTimeoutMs;
-    const { client, db } = connect(target);
-    const stores = createPostgresStores(client, db, { ...options, ...guardOf(target), maxInFlight: options.maxQueued });
+    const { client } = connect(target);
+    const stores = createPostgresStores(client, { ...options, ...guardOf(target), maxInFlight: options.maxQueued });
     openedStores.add(stores);
     return {
       stores,

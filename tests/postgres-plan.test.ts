@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ReservedSQL, SQL } from "bun";
-import { drizzle } from "drizzle-orm/bun-sql";
 import { getTableConfig } from "drizzle-orm/pg-core";
 import { connect } from "../src/db/postgres/client";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
@@ -88,7 +87,7 @@ beforeAll(async () => {
   [{ id: ownerId }] = (await client`SELECT id FROM users WHERE name = 'owner-3'`) as [{ id: number }];
   middleId = await nthOwnId(PLANTS_PER_OWNER / 2);
   lateId = await nthOwnId((PLANTS_PER_OWNER * 5) / 6);
-  store = createPostgresPlantStore(drizzle({ client: recordingClient(client, sent), schema }));
+  store = createPostgresPlantStore(recordingClient(client, sent));
 });
 
 afterAll(async () => {
@@ -239,7 +238,7 @@ describe.if(onPostgres)("PostgreSQL costs a page of a large owner as a page", ()
       // The service's connections run with JIT off (client.ts); the cost is checked all the same.
       expect(jit).toBe("off");
       const seen: Array<{ sql: string; params: unknown[] }> = [];
-      const pages = createPostgresPlantStore(drizzle({ client: recordingClient(own, seen), schema }));
+      const pages = createPostgresPlantStore(recordingClient(own, seen));
       for (const filter of [{}, { after: 1000n }, { tag: "tag-1" }, { tag: "tag-1", after: 1000n }])
         for (const count of [20, LIST_CHUNK_SIZE])
           expect((await pages.listPage(big, filter, count)).plants).toHaveLength(count);

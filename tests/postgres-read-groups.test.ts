@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createPostgresTokenStore } from "../src/db/postgres/tokens";
 import type { PlantFilter, TokenStore } from "../src/db/stores";
 import { eachRecordedPlantStore, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
@@ -19,9 +18,9 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
   const lookups = () => sent.filter(({ sql }) => sql.includes('from "tokens"'));
 
   beforeEach(async () => {
-    let db: PostgresDatabase;
-    ({ client, sent, db } = await recordedPostgres());
-    tokens = createPostgresTokenStore(db);
+    let recording: SQL;
+    ({ client, sent, recording } = await recordedPostgres());
+    tokens = createPostgresTokenStore(recording);
   });
 
   afterEach(async () => {

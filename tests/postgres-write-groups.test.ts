@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
-import type { PostgresDatabase } from "../src/db/postgres/client";
 import { createGroupInsert } from "../src/db/postgres/group-insert";
 import { eachRecordedPlantStore, makeTestApp, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
 
@@ -18,9 +17,9 @@ describe.if(onPostgres)("PostgreSQL group insert", () => {
   let owners: number[];
 
   beforeEach(async () => {
-    let db: PostgresDatabase;
-    ({ client, sent, db, owners } = await recordedPostgres());
-    ({ insert } = createGroupInsert(db, { maxSize: 50, concurrency: 2 }));
+    let recording: SQL;
+    ({ client, sent, recording, owners } = await recordedPostgres());
+    ({ insert } = createGroupInsert(recording, { maxSize: 50, concurrency: 2 }));
   });
 
   afterEach(async () => {

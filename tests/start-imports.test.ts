@@ -3,7 +3,8 @@
  * timed): the modules src/index.ts reaches through static imports. Each one kept out here was
  * measured as milliseconds of every cold start (see the comments where it is loaded lazily):
  * node:net, node:crypto, node:dns, Drizzle's query builders and migrator, the OpenAPI
- * generator, pino-pretty and the PostgreSQL stores.
+ * generator, pino-pretty and the PostgreSQL stores; and, when they are loaded, the PostgreSQL
+ * stores' Drizzle (pg-core, its driver, the schema).
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -46,16 +47,19 @@ async function loadedAtStart(entry: string): Promise<{ modules: string[]; builti
   return { modules: [...seen], builtins: [...builtins].sort() };
 }
 
+/** The part of each drizzle-orm module's path inside the package. */
+const drizzleParts = (modules: string[]) =>
+  modules
+    .filter((path) => path.includes("node_modules/drizzle-orm/"))
+    .map((path) => path.split("node_modules/drizzle-orm/")[1])
+    .sort();
+
 describe("a start", () => {
   test("loads no builtin beyond bun:sqlite, fs and path, and none of the modules kept for later", async () => {
     const { modules, builtins } = await loadedAtStart("src/index.ts");
     expect(builtins).toEqual(["bun:sqlite", "fs", "path"]);
-    const drizzle = modules.filter((path) => path.includes("node_modules/drizzle-orm/"));
     // Its error classes only (errors.ts tells a failed query by them).
-    expect(drizzle.map((path) => path.split("node_modules/drizzle-orm/")[1]).sort()).toEqual([
-      "entity.js",
-      "errors.js",
-    ]);
+    expect(drizzleParts(modules)).toEqual(["entity.js", "errors.js"]);
     const kept = modules.filter((path) =>
       /node_modules\/(@elysiajs\/openapi|pino-pretty)\/|src\/db\/postgres\/|src\/db\/sqlite\/(schema|write-sql|token-sql|list-query)\.ts|migrations-macro/.test(
         path,
@@ -64,5 +68,16 @@ describe("a start", () => {
     expect(kept).toEqual([]);
     // The check can see: the service itself is there.
     expect(modules.some((path) => path.endsWith("src/app.ts"))).toBe(true);
+  });
+
+  test("on PostgreSQL, loads its stores without Drizzle's query builders, driver or schema", async () => {
+    const { modules } = await loadedAtStart("src/db/postgres/stores.ts");
+    expect(drizzleParts(modules)).toEqual(["entity.js", "errors.js"]);
+    const kept = modules.filter((path) =>
+      /src\/db\/postgres\/(schema|statements|sql-texts|drizzle-view)\.ts|migrations-macro/.test(path),
+    );
+    expect(kept).toEqual([]);
+    // The check can see: the stores are there.
+    expect(modules.some((path) => path.endsWith("src/db/postgres/plants.ts"))).toBe(true);
   });
 });

@@ -41,8 +41,8 @@ async function serverStores(): Promise<{ stores: Stores; env: Record<string, str
   if (onPostgres) {
     url = await freshPostgresDatabase();
     const target = postgresTarget(url);
-    const { client, db } = connect(target);
-    stores = createPostgresStores(client, db, { log: () => {}, ...guardOf(target) });
+    const { client } = connect(target);
+    stores = createPostgresStores(client, { log: () => {}, ...guardOf(target) });
   } else {
     url = join(scratch.dir, "plants.sqlite");
     const { sqlite } = openDatabase({ path: url, synchronous: "FULL" });

@@ -90,7 +90,10 @@ async function withStore<S, T>(make: StoreMakers<S>, use: (store: S) => Promise<
 
 export const withTokenStore = <T>(use: (tokens: TokenStore) => Promise<T>): Promise<T> =>
   withStore(
-    { sqlite: ({ sqlite }) => createSqliteTokenStore(sqlite), postgres: ({ db }) => createPostgresTokenStore(db) },
+    {
+      sqlite: ({ sqlite }) => createSqliteTokenStore(sqlite),
+      postgres: ({ client }) => createPostgresTokenStore(client),
+    },
     use,
   );
 

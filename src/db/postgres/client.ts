@@ -1,11 +1,9 @@
 import { SQL } from "bun";
-import { drizzle } from "drizzle-orm/bun-sql";
 import type { DatabaseTarget } from "../../config";
 import { compareMigrations, type MigrationStatus } from "../migration-status";
 import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
 import type { Migration } from "../migrations-macro";
 import { StartupRefusal } from "../start-up-refusal";
-import * as schema from "./schema";
 
 export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
 
@@ -16,11 +14,6 @@ export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations("postgres");
 const MIGRATIONS_TABLE = "drizzle.__drizzle_migrations";
 /** pg_advisory_lock's key for migrations: any constant every instance agrees on ("plants" in ASCII). */
 const MIGRATION_LOCK = 0x706c616e7473;
-
-export function wrap(client: SQL) {
-  return drizzle({ client, schema });
-}
-export type PostgresDatabase = ReturnType<typeof wrap>;
 
 /**
  * A pool of at most `poolSize` connections, each with the statement timeout and JIT off. Bun's SQL client decodes int8 as a string by default
@@ -37,7 +30,7 @@ export function connect(target: PostgresTarget, poolSize = target.poolSize) {
     // past jit_above_cost (the page statements' cap, plants.ts, keeps their estimates honest).
     connection: { statement_timeout: target.statementTimeoutMs, application_name: "plant-store", jit: "off" },
   });
-  return { client, db: wrap(client) };
+  return { client };
 }
 
 /** Compares the database's migration rows with `migrations`, as SQLite's migrationStatus does. */
@@ -61,8 +54,14 @@ export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATI
  * reserved connection: Drizzle's migrator takes no lock, and instances starting together on an
  * empty database would each create the tables (`relation "plants" already exists`). A schema
  * that is not ours (tables with no migration rows) or newer than this version is refused.
+ *
+ * The status is read first without the lock: migrations are recorded in the transaction that
+ * applies them, so a database whose rows show every migration applied needs nothing, and a start
+ * on an up-to-date database (every start but the first) takes no lock.
  */
 export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<Migration[]> {
+  const seen = await migrationStatus(client, migrations);
+  if (seen.problems.length === 0 && seen.pending.length === 0) return [];
   const reserved = await client.reserve();
   try {
     await reserved`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
@@ -81,14 +80,7 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
           );
         }
       }
-      if (status.pending.length > 0) {
-        const db = wrap(reserved as unknown as SQL);
-        const { dialect, session } = db as unknown as {
-          dialect: { migrate(m: Migration[], s: unknown, c: object): Promise<void> };
-          session: unknown;
-        };
-        await dialect.migrate(migrations, session, {});
-      }
+      if (status.pending.length > 0) await applyMigrations(reserved, migrations);
       return status.pending;
     } finally {
       await reserved`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
@@ -96,4 +88,17 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
   } finally {
     reserved.release();
   }
+}
+
+/**
+ * Drizzle's migrator, on `connection`, loaded only when something is pending (drizzle-view.ts):
+ * Drizzle's pg-core and driver took 2-5 ms of every start that loaded them.
+ */
+async function applyMigrations(connection: SQL, migrations: Migration[]): Promise<void> {
+  const { drizzleView } = require("./drizzle-view") as typeof import("./drizzle-view");
+  const { dialect, session } = drizzleView(connection) as unknown as {
+    dialect: { migrate(m: Migration[], s: unknown, c: object): Promise<void> };
+    session: unknown;
+  };
+  await dialect.migrate(migrations, session, {});
 }

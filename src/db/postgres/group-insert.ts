@@ -1,5 +1,5 @@
+import type { SQL } from "bun";
 import { postgresState } from "../store-errors";
-import type { PostgresDatabase } from "./client";
 import { createGroups, type GroupOptions, type Waiting } from "./groups";
 
 interface Row {
@@ -35,7 +35,7 @@ const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
  * on one row's data, its creates are run again one by one, so only that create fails; any other
  * failure (the server gone, a timeout) is every create's answer.
  */
-export function createGroupInsert(db: PostgresDatabase, options: GroupOptions = {}) {
+export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
   /** The keys of the rows that went in. */
   async function insertRows(rows: Row[]): Promise<Set<string>> {
     // Written here rather than by JSON.stringify, which cannot hold a bigint; the id goes as its
@@ -47,7 +47,7 @@ export function createGroupInsert(db: PostgresDatabase, options: GroupOptions = 
           `{"k":${k},"o":${row.ownerId},"i":"${row.id}","n":${JSON.stringify(row.name)},"t":${JSON.stringify(row.tag)}}`,
       )
       .join(",")}]`;
-    const inserted = (await db.$client.unsafe(INSERT_GROUP, [json]).values()) as Array<[key: string]>;
+    const inserted = (await client.unsafe(INSERT_GROUP, [json]).values()) as Array<[key: string]>;
     return new Set(inserted.map(([key]) => key));
   }
 

@@ -1,39 +1,15 @@
-import { and, asc, eq, gt, sql } from "drizzle-orm";
+import type { SQL } from "bun";
 import type { NewPlant, Plant } from "../../plants/model";
-import { LIST_SHAPES, listParamNames, shapeOf } from "../list-shapes";
-import { positional } from "../positional";
+import { shapeOf } from "../list-shapes";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
-import type { PostgresDatabase } from "./client";
+import { POSTGRES_SQL } from "./built-sql";
 import { createGroupInsert } from "./group-insert";
 import { createGroups } from "./groups";
-import { plants } from "./schema";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
 
 const toPlant = (name: string, tag: string | null): Plant => (tag === null ? { name } : { name, tag });
-
-/**
- * The owner's plant ids, after an id and with a tag when asked, in id order (the walk to a long
- * list's last id): one SQL text per shape, which Bun's client prepares once per connection.
- * Drizzle writes the SQL from the schema; the driver runs it and returns bare arrays (Drizzle's
- * prepared query fills placeholders and maps every row through nested async spans: 10 % of the
- * instance's CPU under `GET /plants` load, `bun --cpu-prof`).
- */
-function idsSql(db: PostgresDatabase): string[] {
-  return LIST_SHAPES.map(({ after, tag }) => {
-    const conditions = [eq(plants.ownerId, sql.placeholder("ownerId"))];
-    if (tag) conditions.push(eq(plants.tag, sql.placeholder("tag")));
-    if (after) conditions.push(gt(plants.id, sql.placeholder("after")));
-    const query = db
-      .select({ id: plants.id })
-      .from(plants)
-      .where(and(...conditions))
-      .orderBy(asc(plants.id))
-      .limit(sql.placeholder("limit"));
-    return positional(query, listParamNames({ after, tag }));
-  });
-}
 
 /**
  * Two int8 values in PostgreSQL's decimal text, compared as numbers without making bigints:
@@ -82,22 +58,13 @@ function recordset(asks: PageAsk[]): string {
  * reads fell to a quarter as its store grew). The plan test holds the cost below
  * `jit_above_cost` for such an owner.
  */
-function pagesSql(db: PostgresDatabase, maxRows: number): string[] {
-  return LIST_SHAPES.map(({ after, tag }) => {
-    const conditions = [eq(plants.ownerId, sql`q.o`)];
-    if (tag) conditions.push(eq(plants.tag, sql`q.t`));
-    if (after) conditions.push(gt(plants.id, sql`q.a`));
-    const walk = db
-      .select({ id: plants.id, name: plants.name, tag: plants.tag })
-      .from(plants)
-      .where(and(...conditions))
-      .orderBy(asc(plants.id))
-      .limit(sql.raw(String(maxRows)) as unknown as number)
-      .toSQL().sql;
-    return `select q.k, p.id, p.name, p.tag
+function pagesSql(maxRows: number): string[] {
+  const { pageWalks, walkCap } = POSTGRES_SQL.plants;
+  return pageWalks.map(
+    (walk) => `select q.k, p.id, p.name, p.tag
       from json_to_recordset($1::text::json) as q(k integer, o integer, t text, a bigint, l integer)
-      cross join lateral (select * from (${walk}) as walk limit q.l) as p`;
-  });
+      cross join lateral (select * from (${walk.replace(walkCap, String(maxRows))}) as walk limit q.l) as p`,
+  );
 }
 
 /**
@@ -117,14 +84,13 @@ const DELETE_GROUP = `
 const DELETE_ONE = "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1";
 
 /** Every statement is scoped to one owner; writes commit before they resolve (creates and deletes in groups). */
-export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
-  const creates = createGroupInsert(db);
-  const client = db.$client;
-  const idTexts = idsSql(db);
+export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
+  const creates = createGroupInsert(client);
+  const { ids: idTexts, getOne } = POSTGRES_SQL.plants;
   // Pages asked for together share a statement per shape (groups.ts), as token lookups do:
   // PostgreSQL's CPU per read 16-21 µs against 24-26 µs one statement each, in alternating
   // rounds of the read scenario (`bun bench/cpu-split.ts` gives the same split).
-  const pageGroups = pagesSql(db, listChunkSize + 1).map((text) =>
+  const pageGroups = pagesSql(listChunkSize + 1).map((text) =>
     createGroups<PageAsk, Listed>(async (group) => {
       const rows = (await client.unsafe(text, [recordset(group.map((waiting) => waiting.item))]).values()) as Array<
         [k: number, ...Listed[0]]
@@ -144,11 +110,6 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
     params.push(limit);
     return client.unsafe(idTexts[shapeOf(filter)] as string, params).values() as Promise<Array<[id: string]>>;
   }
-  const findOne = db
-    .select({ name: plants.name, tag: plants.tag })
-    .from(plants)
-    .where(and(eq(plants.ownerId, sql.placeholder("ownerId")), eq(plants.id, sql.placeholder("id"))))
-    .prepare("plants_get");
   // Deletes that arrive together share one statement, and so one transaction and one WAL flush,
   // as creates do; a repeat of a plant within a group is a 404, as it would be one after another.
   // A delete the group did not make (the plant is not there, or another session holds it
@@ -207,8 +168,8 @@ export function createPostgresPlantStore(db: PostgresDatabase, listChunkSize = L
     },
 
     async getPlant(ownerId, id) {
-      const [row] = await findOne.execute({ ownerId, id });
-      return row && toPlant(row.name, row.tag);
+      const [row] = (await client.unsafe(getOne, [ownerId, id]).values()) as Array<[name: string, tag: string | null]>;
+      return row && toPlant(row[0], row[1]);
     },
 
     async deletePlant(ownerId, id) {

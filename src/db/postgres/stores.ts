@@ -4,7 +4,7 @@ import type { Clock } from "../../auth/tokens";
 import { faultDetail } from "../../http/errors";
 import { storeFailureKind } from "../store-errors";
 import type { Stores } from "../stores";
-import { connect, migrate, type PostgresDatabase, type PostgresTarget } from "./client";
+import { connect, migrate, type PostgresTarget } from "./client";
 import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";
 import { createPostgresRateLimiter } from "./rate-limit";
@@ -22,6 +22,8 @@ export interface PostgresStoreOptions {
   maxInFlight?: number;
 }
 
+const FIRST_SIZE_READ_MS = 1_000;
+
 /**
  * The stores on a PostgreSQL pool. Several instances may share the database: everything they
  * must agree on (tokens, plants, the per-token budget) lives in it. `database_size` for the
@@ -29,7 +31,6 @@ export interface PostgresStoreOptions {
  */
 export function createPostgresStores(
   client: SQL,
-  db: PostgresDatabase,
   { clock = Date.now, log, deadlineMs = 15_000, poolSize = 10, maxInFlight = 1024 }: PostgresStoreOptions,
 ): Stores {
   const deadline = createDeadline(deadlineMs, poolSize, maxInFlight);
@@ -44,12 +45,14 @@ export function createPostgresStores(
       })
       .catch(() => {});
   };
-  refreshSize();
+  // Read first a moment after the start, not with it: at once, it took a second connection while
+  // the start's own reads waited for the first.
+  setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
   return {
     engine: "postgres",
     synchronousReads: false,
-    plants: withDeadline(createPostgresPlantStore(db), deadline),
-    tokens: withDeadline(createPostgresTokenStore(db, clock), deadline),
+    plants: withDeadline(createPostgresPlantStore(client), deadline),
+    tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
     webhooks: withDeadline(createPostgresWebhookStore(client, clock), deadline),
     status: {
       ping: () => client`SELECT 1`,
@@ -89,12 +92,12 @@ export function guardOf(target: PostgresTarget): Pick<PostgresStoreOptions, "dea
 
 /** Connects, migrates under the advisory lock, and builds the stores. */
 export async function openPostgresStores(target: PostgresTarget, options: PostgresStoreOptions): Promise<Stores> {
-  const { client, db } = connect(target);
+  const { client } = connect(target);
   try {
     await migrate(client);
   } catch (error) {
     await client.close({ timeout: 1 }).catch(() => {});
     throw error;
   }
-  return createPostgresStores(client, db, { ...guardOf(target), ...options });
+  return createPostgresStores(client, { ...guardOf(target), ...options });
 }
