@@ -11,6 +11,7 @@ import { wireDefaults } from "./http/wire";
 import { createMetrics, type Metrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
+import { hotList } from "./plants/hot-list";
 import { plantRoutes } from "./plants/routes";
 import { webhookRoutes } from "./webhooks/routes";
 import type { Resolver } from "./webhooks/send";
@@ -95,12 +96,20 @@ export function createApp({
   const answerFault = faultResponder({ log, health });
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
+  // Reads that answer at once (SQLite) take GET /plants's common form before routing (hot-list.ts).
+  const hot = stores.synchronousReads
+    ? hotList({ plants, tokens, limits, notes: ops.notes, cors: config.corsOrigins.length > 0, answerFault })
+    : undefined;
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
-    .onRequest(({ request }) => {
+    .onRequest(({ request, set }) => {
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
+      if (hot) {
+        const page = hot(request, set);
+        if (page) return page;
+      }
     })
     .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(

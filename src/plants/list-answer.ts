@@ -1,4 +1,5 @@
 import type { PlantFilter, PlantPage, PlantStore } from "../db/stores";
+import type { FaultResponder } from "../http/errors";
 import type { Plant } from "./model";
 
 /** The list route's content type, as Elysia writes it for an array. */
@@ -54,6 +55,24 @@ export function shortPage(plants: PlantStore, { ownerId, filter, limit }: ListRe
   const page = plants.listPage(ownerId, filter, limit);
   if (page instanceof Promise) return page.then((ready) => linked(ready, limit, filter.tag));
   return linked(page, limit, filter.tag);
+}
+
+type Page = { plants: Plant[]; link?: string };
+
+/** Puts a page's `next` link on the response and answers its plants. */
+export function withLink(
+  set: { headers: Record<string, string | number> },
+  page: Page | Promise<Page>,
+  answerFault: FaultResponder,
+  request: Request,
+): Plant[] | Promise<Plant[] | Response> {
+  if (page instanceof Promise) {
+    return page
+      .then((ready) => withLink(set, ready, answerFault, request) as Plant[])
+      .catch((error: unknown) => answerFault(error, request));
+  }
+  if (page.link) set.headers.link = page.link;
+  return page.plants;
 }
 
 function linked(page: PlantPage, limit: number, tag: string | undefined): { plants: Plant[]; link?: string } {

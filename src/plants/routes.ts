@@ -8,30 +8,12 @@ import { errorModels, errorResponses, modelResponse } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
-import { longList, shortPage } from "./list-answer";
+import { longList, shortPage, withLink } from "./list-answer";
 import { listPlantsQuery, type Plant, plantIdParams, plantModels } from "./model";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
 const LIST_PARAMETERS_HINT =
   "this operation takes limit, after and tag. To page, give limit and follow the Link header, or pass after=<the last id you have>";
-
-type Page = { plants: Plant[]; link?: string };
-
-/** Puts a page's `next` link on the response and answers its plants. */
-function withLink(
-  set: { headers: Record<string, string | number> },
-  page: Page | Promise<Page>,
-  answerFault: FaultResponder,
-  request: Request,
-): Plant[] | Promise<Plant[] | Response> {
-  if (page instanceof Promise) {
-    return page
-      .then((ready) => withLink(set, ready, answerFault, request) as Plant[])
-      .catch((error: unknown) => answerFault(error, request));
-  }
-  if (page.link) set.headers.link = page.link;
-  return page.plants;
-}
 
 /**
  * The list handler is compiled as synchronous (see below), and Elysia does not catch the
