@@ -96,20 +96,16 @@ export function createApp({
   const answerFault = faultResponder({ log, health });
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
-  // Reads that answer at once (SQLite) take GET /plants's common form before routing (hot-list.ts).
-  const hot = stores.synchronousReads
-    ? hotList({ plants, tokens, limits, notes: ops.notes, cors: config.corsOrigins.length > 0, answerFault })
-    : undefined;
+  // GET /plants's common form, answered before routing (hot-list.ts).
+  const hot = hotList({ plants, tokens, limits, notes: ops.notes, cors: config.corsOrigins.length > 0, answerFault });
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
     .onRequest(({ request, set }) => {
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
-      if (hot) {
-        const page = hot(request, set);
-        if (page) return page;
-      }
+      const page = hot(request, set);
+      if (page) return page;
     })
     .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { createRateLimiter } from "../src/http/rate-limit";
 import { hotList } from "../src/plants/hot-list";
-import { BASE, makeTestApp, onSqlite, type TestApp } from "./helpers";
+import { BASE, makeTestApp, type TestApp } from "./helpers";
 import { authorizationParts, authorizationValue, queryParams, queryString } from "./hostile-arbitraries";
 
 /** What a client sees of an answer, but for the request id and the date. */
@@ -124,7 +124,7 @@ describe("GET /plants answered before routing", () => {
     expect(hot.headers).toContainEqual(["access-control-allow-origin", "https://app.example"]);
   });
 
-  test.if(onSqlite)("the hook takes the common form only, and only GET", async () => {
+  test("the hook takes the common form only, and only GET", async () => {
     const { t, token } = await seeded();
     const hot = hotList({
       plants: t.stores.plants,
