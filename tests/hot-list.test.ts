@@ -115,13 +115,17 @@ describe("GET /plants answered before routing", () => {
     expect(hot).toEqual(await answersOn("/plants/"));
   });
 
-  test("with CORS on, a request from a browser (Origin) gets the route's CORS headers", async () => {
+  test("with CORS on, a request from a browser (Origin) gets the route's CORS headers, and one without as the route answers it", async () => {
     const t = await makeTestApp({ corsOrigins: ["https://app.example"] });
     const token = await t.tokenFor("alice");
     const headers = { authorization: `Bearer ${token}`, origin: "https://app.example" };
     const { hot, route } = await bothWays(t, "?limit=5", headers);
     expect(hot).toEqual(route);
     expect(hot.headers).toContainEqual(["access-control-allow-origin", "https://app.example"]);
+    // Without an Origin (a server-side client) the hook answers, with whatever CORS adds then.
+    const plain = await bothWays(t, "?limit=5", { authorization: `Bearer ${token}` });
+    expect(plain.hot).toEqual(plain.route);
+    expect(plain.hot.status).toBe(200);
   });
 
   test("the hook takes the common form only, and only GET", async () => {
