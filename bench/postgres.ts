@@ -24,10 +24,9 @@ import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, type PostgresContender, postgresReport } from "./postgres-report";
 import { readyForLoad, runRounds, type Scenario, SEED_PER_USER, type TokenPair } from "./rounds";
 import { cli, fail, onFail, POSTGRES_TARGETS, peakRssKiB, type Running, startTarget, type Target } from "./targets";
+import { type WrkResult, wrk } from "./wrk";
 
 const { service: SERVICE, serviceWarn: SERVICE_WARN, baseline: BASELINE, floor: FLOOR } = POSTGRES_TARGETS;
-
-import { type WrkResult, wrk } from "./wrk";
 
 /** Two wrk runs at once, as one: req/s summed, the worse latency, every error counted. */
 function together(one: WrkResult, two: WrkResult): WrkResult {

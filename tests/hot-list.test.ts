@@ -5,9 +5,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import { StoreUnavailable } from "../src/db/store-errors";
 import { createRateLimiter } from "../src/http/rate-limit";
 import { hotList } from "../src/plants/hot-list";
-import { BASE, makeTestApp, type TestApp } from "./helpers";
+import { BASE, makeTestApp, onSqlite, type TestApp } from "./helpers";
 import { authorizationParts, authorizationValue, queryParams, queryString } from "./hostile-arbitraries";
 
 /** What a client sees of an answer, but for the request id and the date. */
@@ -113,6 +114,26 @@ describe("GET /plants answered before routing", () => {
     expect(hot.map((answer) => answer.status)).toEqual([200, 200, 429, 401, 401, 429, 429]);
     expect(hot[2]?.headers).toContainEqual(["retry-after", "30"]);
     expect(hot).toEqual(await answersOn("/plants/"));
+  });
+
+  test("a token store that fails (the database gone, a timeout, a held lock, the disk) gets the route's Error body, and the next read answers again", async () => {
+    const { t, token } = await seeded();
+    const { authenticate } = t.stores.tokens;
+    const headers = { authorization: `Bearer ${token}` };
+    for (const kind of ["unreachable", "timeout", "busy", "io"] as const) {
+      const failure = new StoreUnavailable(kind);
+      t.stores.tokens.authenticate = onSqlite
+        ? () => {
+            throw failure;
+          }
+        : () => Promise.reject(failure);
+      const { hot, route } = await bothWays(t, "?limit=5", headers);
+      expect(hot.status).toBe(503);
+      expect(hot).toEqual(route);
+    }
+    t.stores.tokens.authenticate = authenticate;
+    const { hot } = await bothWays(t, "?limit=1", headers);
+    expect(hot.status).toBe(200);
   });
 
   test("with CORS on, a request from a browser (Origin) gets the route's CORS headers, and one without as the route answers it", async () => {
