@@ -81,11 +81,21 @@ async function main() {
     stopping = true;
     ops.lifecycle.state = "draining";
     lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
-    const cutOff = await running.drain(config.shutdownTimeoutMs);
+    // One deadline for both: requests in flight, and webhook attempts in flight, which are
+    // recorded if they end in time (any other is made again after its lease). Waited for one
+    // after the other, a hanging receiver made the exit take twice SHUTDOWN_TIMEOUT_MS.
+    const [cutOff, attemptsLeft] = await Promise.all([
+      running.drain(config.shutdownTimeoutMs),
+      dispatcher.stop(config.shutdownTimeoutMs),
+    ]);
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
+    if (attemptsLeft > 0) {
+      logger.warn(
+        { attemptsLeft },
+        `${attemptsLeft} webhook attempt(s) still in flight at the shutdown deadline: they are made again once their lease ends`,
+      );
+    }
     await metricsServer?.stop(true);
-    // Attempts in flight are recorded if they end in time; any other is made again after its lease.
-    await dispatcher.stop(config.shutdownTimeoutMs);
     await stores.close();
     lifecycle.info("Stopped cleanly.");
     await flush();

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { holdRequestInFlight } from "./held-request";
 import { ENGINE, freshPostgresDatabase, onPostgres } from "./helpers";
 import { until } from "./load";
 import { DIRECT, type RunningServer, scratchDir, startServer } from "./process";
@@ -113,6 +114,44 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     expect(ids).toHaveLength(40);
     expect(new Set(ids)).toEqual(new Set(log.map((d) => d.id)));
   }, 60_000);
+
+  test("SIGTERM while an attempt hangs and a request is held: one SHUTDOWN_TIMEOUT_MS for both, then exit 0", async () => {
+    const hook = startReceiver(never);
+    cleanups.push(hook.stop);
+    const timeoutMs = 2_000;
+    const started = await server({
+      DATABASE_URL: await databaseUrl(),
+      SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
+      METRICS_PORT: "0",
+      RATE_LIMIT_PER_MINUTE: "0",
+    });
+    const token = tokenOf(started);
+    expect((await post(started.url, token, "/webhooks", JSON.stringify({ url: hook.url() }))).status).toBe(201);
+    expect((await post(started.url, token, "/plants", '{"id":1,"name":"p"}')).status).toBe(200);
+    await until(
+      10_000,
+      async () => hook.hanging(),
+      (n) => n === 1,
+    );
+    const raw = await holdRequestInFlight(started, token);
+
+    started.kill("SIGTERM");
+    expect(await started.exited).toBe(0);
+    await raw.end();
+    const output = await started.output();
+    expect(output).toContain("1 request(s) still in flight at the shutdown deadline");
+    expect(output).toContain("1 webhook attempt(s) still in flight at the shutdown deadline");
+    expect(output).toContain("Stopped cleanly.");
+    // The server's own clock, from its log lines: the two waits overlap. One after the other
+    // (as before) they took twice the timeout.
+    const timeOf = (message: string) => {
+      const line = output.split("\n").find((l) => l.includes(message));
+      return Date.parse((JSON.parse(line ?? "{}") as { time?: string }).time ?? "");
+    };
+    const shutdownMs = timeOf("Stopped cleanly.") - timeOf("SIGTERM received");
+    expect(shutdownMs).toBeGreaterThanOrEqual(timeoutMs);
+    expect(shutdownMs).toBeLessThan(1.5 * timeoutMs);
+  }, 30_000);
 
   test.if(onPostgres)(
     "two instances on one database send each delivery once",

@@ -212,12 +212,13 @@ export function createDispatcher({
     /**
      * Claims no more, and waits for the attempts in flight to be recorded, at most `graceMs`;
      * one still in flight then is made again by whichever instance claims it after its lease.
+     * Resolves to the attempts still in flight at the end.
      */
-    async stop(graceMs = timeoutMs) {
+    async stop(graceMs = timeoutMs): Promise<number> {
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
-      if (inFlight === 0) return;
+      if (inFlight === 0) return 0;
       let expire: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         new Promise<void>((done) => idle.push(done)),
@@ -226,6 +227,7 @@ export function createDispatcher({
         }),
       ]);
       clearTimeout(expire);
+      return inFlight;
     },
     /** Attempts in flight now (tests and shutdown). */
     inFlight: () => inFlight,
