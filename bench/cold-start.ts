@@ -16,7 +16,8 @@ import { createDatabase, startCluster } from "../scripts/pg-cluster";
 import { ENGINE } from "./options";
 import { cli, fail, fmt, median, onFail, POSTGRES_TARGETS, startTarget, type Target, target } from "./targets";
 
-export const LAUNCHES = 5;
+/** Launches of each side; their median is the side's cold start. */
+export const LAUNCHES = 7;
 
 export interface ColdStartOptions {
   /** Where the servers' output goes (startTarget's logPrefix); by default beside the database file. */
@@ -24,16 +25,34 @@ export interface ColdStartOptions {
   viaBunRun?: boolean;
 }
 
-/** The median, in ms, of LAUNCHES launches of `target` on `database`, each asked `GET /plants?limit=1` with `token`. */
-export async function coldStart(
-  target: Target,
-  database: string,
-  token: string,
-  { logPrefix = database, viaBunRun = false }: ColdStartOptions = {},
-): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < LAUNCHES; i++) times.push(await launchOnce(target, database, token, { logPrefix, viaBunRun }));
-  return median(times);
+/** One side of a cold-start comparison: `target` launched on `database`, asked with `token`. */
+export interface ColdSide<Name extends string = string> extends ColdStartOptions {
+  name: Name;
+  target: Target;
+  database: string;
+  token: string;
+}
+
+/**
+ * The median, in ms, of `launches` launches of each side, each to its first answer to
+ * `GET /plants?limit=1`. The launches alternate: every round launches each side once, in an
+ * order that rotates from round to round, so a change in the machine's load falls on every
+ * side alike (launched side after side, five each, one PostgreSQL run measured the same
+ * service at 2.15× the floor and the run before at 1.84×).
+ */
+export async function coldStarts<Name extends string>(
+  sides: readonly ColdSide<Name>[],
+  launches = LAUNCHES,
+): Promise<Record<Name, number>> {
+  const times: number[][] = sides.map(() => []);
+  for (let round = 0; round < launches; round++) {
+    for (let k = 0; k < sides.length; k++) {
+      const i = (round + k) % sides.length;
+      const { target, database, token, ...options } = sides[i] as ColdSide<Name>;
+      (times[i] as number[]).push(await launchOnce(target, database, token, options));
+    }
+  }
+  return Object.fromEntries(sides.map(({ name }, i) => [name, median(times[i] as number[])])) as Record<Name, number>;
 }
 
 /** One launch of `target` to its first authenticated 200, in ms. */
@@ -99,23 +118,25 @@ async function postgresSides(): Promise<Sides> {
  * `bun bench/cold-start.ts [launches] [--engine postgres]` (default 10 launches, SQLite): cold
  * start alone, the service through `bun run start` against the floor through `bun run
  * bench:floor` (or `bench:floor:postgres`), each on a fresh store with a token, launches
- * alternating so both see the same background load.
+ * alternating (coldStarts) so both see the same background load.
  */
 async function alone(launches: number) {
   const { sides, logPrefix, close } = await (ENGINE === "postgres" ? postgresSides() : sqliteSides());
   try {
     // The floor reads the tokens table the service's migrations make: the service's CLI makes it on both.
     const tokens = await Promise.all(sides.map(({ database }) => cli(["token", "create", "--user", "cold"], database)));
-    const times: number[][] = sides.map(() => []);
-    for (let run = 0; run < launches; run++) {
-      const order = run % 2 === 0 ? [0, 1] : [1, 0];
-      for (const i of order) {
-        const { side, database } = sides[i] as (typeof sides)[0];
-        const options = { viaBunRun: true, ...(logPrefix && { logPrefix }) };
-        (times[i] as number[]).push(await launchOnce(side, database, tokens[i] as string, options));
-      }
-    }
-    const [service, floor] = times.map(median) as [number, number];
+    const medians = await coldStarts(
+      sides.map(({ side, database }, i) => ({
+        name: side.name,
+        target: side,
+        database,
+        token: tokens[i] as string,
+        viaBunRun: true,
+        ...(logPrefix && { logPrefix }),
+      })),
+      launches,
+    );
+    const [service, floor] = sides.map(({ side }) => medians[side.name] as number) as [number, number];
     const floorScript = sides[1]?.side.script;
     console.log(`${ENGINE}: service (bun run start) median ${fmt(service, 1)} ms`);
     console.log(`${ENGINE}: floor (bun run ${floorScript}) median ${fmt(floor, 1)} ms`);

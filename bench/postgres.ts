@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
-import { coldStart } from "./cold-start";
+import { coldStarts } from "./cold-start";
 import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, type PostgresContender, postgresReport } from "./postgres-report";
 import { readyForLoad, runRounds, type Scenario, SEED_PER_USER, type TokenPair } from "./rounds";
@@ -151,20 +151,26 @@ export async function postgresBench(): Promise<void> {
       floor: await peakRssKiB(floor.pid),
     };
     for (const server of running.splice(0)) await server.stop();
-    const cold = {
-      "1 instance": await coldStart(SERVICE, databases.service, tokens.service[0], {
-        logPrefix: join(logs, "cold"),
+    const logPrefix = join(logs, "cold");
+    const cold = await coldStarts([
+      {
+        name: "1 instance",
+        target: SERVICE,
+        database: databases.service,
+        token: tokens.service[0],
+        logPrefix,
         viaBunRun: true,
-      }),
-      "1 instance, warn": await coldStart(SERVICE_WARN, databases.service, tokens.service[0], {
-        logPrefix: join(logs, "cold"),
+      },
+      {
+        name: "1 instance, warn",
+        target: SERVICE_WARN,
+        database: databases.service,
+        token: tokens.service[0],
+        logPrefix,
         viaBunRun: true,
-      }),
-      floor: await coldStart(FLOOR, databases.floor, tokens.floor[0], {
-        logPrefix: join(logs, "cold"),
-        viaBunRun: true,
-      }),
-    };
+      },
+      { name: "floor", target: FLOOR, database: databases.floor, token: tokens.floor[0], logPrefix, viaBunRun: true },
+    ]);
 
     console.log(
       `\nPlant Store on PostgreSQL vs baseline — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS} (2 instances: two wrk -t1, -c${half} and -c${CONNECTIONS - half}, one per instance, req/s summed, the worse p50 and p99), ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { baselineReport, tagIndexNote } from "./baseline-report";
 import { bigListScenario, printBigList } from "./big-list";
-import { coldStart } from "./cold-start";
+import { coldStarts } from "./cold-start";
 import { floorReport, floorTargets } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
 import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS } from "./options";
@@ -56,14 +56,10 @@ async function main() {
       await running[name].stop();
     }
 
-    const cold = (name: TargetName, viaBunRun: boolean) =>
-      coldStart(target(name), paths[name], tokens[name][0], { viaBunRun });
-    const direct = { service: await cold("service", false), baseline: await cold("baseline", false) };
-    const viaBunRun = {
-      service: await cold("service", true),
-      "service-warn": await cold("service-warn", true),
-      floor: await cold("floor", true),
-    };
+    const sides = (names: TargetName[], viaBunRun: boolean) =>
+      names.map((name) => ({ name, target: target(name), database: paths[name], token: tokens[name][0], viaBunRun }));
+    const direct = await coldStarts(sides(["service", "baseline"], false));
+    const viaBunRun = await coldStarts(sides(["service", "service-warn", "floor"], true));
 
     console.log(
       `\nPlant Store vs bench/baseline/ — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
