@@ -56,7 +56,7 @@ async function main() {
       await running[name].stop();
     }
 
-    const sides = (names: TargetName[], viaBunRun: boolean) =>
+    const sides = <Name extends TargetName>(names: Name[], viaBunRun: boolean) =>
       names.map((name) => ({ name, target: target(name), database: paths[name], token: tokens[name][0], viaBunRun }));
     const direct = await coldStarts(sides(["service", "baseline"], false));
     const viaBunRun = await coldStarts(sides(["service", "service-warn", "floor"], true));

@@ -81,21 +81,23 @@ async function main() {
     stopping = true;
     ops.lifecycle.state = "draining";
     lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
-    // One deadline for both: requests in flight, and webhook attempts in flight, which are
-    // recorded if they end in time (any other is made again after its lease). Waited for one
-    // after the other, a hanging receiver made the exit take twice SHUTDOWN_TIMEOUT_MS.
-    const [cutOff, attemptsLeft] = await Promise.all([
-      running.drain(config.shutdownTimeoutMs),
-      dispatcher.stop(config.shutdownTimeoutMs),
-    ]);
+    // One deadline for both: requests in flight, then webhook attempts in flight, which are
+    // recorded if they end in time (any other is made again after its lease). The dispatcher
+    // goes on sending while the requests drain, and gets what is left of the deadline; given a
+    // full one of its own after the drain, a hanging receiver made the exit take twice
+    // SHUTDOWN_TIMEOUT_MS.
+    const deadline = performance.now() + config.shutdownTimeoutMs;
+    const cutOff = await running.drain(config.shutdownTimeoutMs);
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
+    await dispatcher.stop(Math.max(0, deadline - performance.now()));
+    await metricsServer?.stop(true);
+    const attemptsLeft = dispatcher.inFlight();
     if (attemptsLeft > 0) {
-      logger.warn(
+      lifecycle.info(
         { attemptsLeft },
         `${attemptsLeft} webhook attempt(s) still in flight at the shutdown deadline: they are made again once their lease ends`,
       );
     }
-    await metricsServer?.stop(true);
     await stores.close();
     lifecycle.info("Stopped cleanly.");
     await flush();

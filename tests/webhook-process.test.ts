@@ -115,10 +115,12 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     expect(new Set(ids)).toEqual(new Set(log.map((d) => d.id)));
   }, 60_000);
 
-  test("SIGTERM while an attempt hangs and a request is held: one SHUTDOWN_TIMEOUT_MS for both, then exit 0", async () => {
-    const hook = startReceiver(never);
+  test("SIGTERM while an attempt hangs and a request is held: deliveries still go out while requests drain, one SHUTDOWN_TIMEOUT_MS for both, exit 0", async () => {
+    // The first delivery hangs; any later one is answered.
+    let attempts = 0;
+    const hook = startReceiver(() => (attempts++ === 0 ? never() : new Response("ok")));
     cleanups.push(hook.stop);
-    const timeoutMs = 2_000;
+    const timeoutMs = 3_000;
     const started = await server({
       DATABASE_URL: await databaseUrl(),
       SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
@@ -136,14 +138,23 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     const raw = await holdRequestInFlight(started, token);
 
     started.kill("SIGTERM");
+    await started.waitForOutput(/SIGTERM received/);
+    // Still listening while it drains: a plant created now gets its delivery before the exit.
+    expect((await post(started.url, token, "/plants", '{"id":2,"name":"q"}')).status).toBe(200);
+    await until(
+      timeoutMs,
+      async () => hook.received.length,
+      (n) => n === 2,
+    );
+    expect(hook.received.map((r) => r.body)).toEqual(['{"id":1,"name":"p"}', '{"id":2,"name":"q"}']);
     expect(await started.exited).toBe(0);
     await raw.end();
     const output = await started.output();
     expect(output).toContain("1 request(s) still in flight at the shutdown deadline");
     expect(output).toContain("1 webhook attempt(s) still in flight at the shutdown deadline");
     expect(output).toContain("Stopped cleanly.");
-    // The server's own clock, from its log lines: the two waits overlap. One after the other
-    // (as before) they took twice the timeout.
+    // The server's own clock, from its log lines: one deadline for both waits. Each with a
+    // full timeout of its own (as before), they took twice the timeout.
     const timeOf = (message: string) => {
       const line = output.split("\n").find((l) => l.includes(message));
       return Date.parse((JSON.parse(line ?? "{}") as { time?: string }).time ?? "");

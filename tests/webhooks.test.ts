@@ -369,6 +369,51 @@ describe(`the dispatcher when the database fails (${ENGINE})`, () => {
   });
 });
 
+describe(`the dispatcher on stop (${ENGINE})`, () => {
+  test("a claim under way when it stops is sent and recorded before stop resolves", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    await t.createPlant("1", "Fern", alice);
+    let releaseClaim = () => {};
+    const claimHeld = new Promise<void>((resolve) => {
+      releaseClaim = resolve;
+    });
+    let claims = 0;
+    const store = {
+      ...t.stores.webhooks,
+      async claimDue(count: number, leaseMs: number) {
+        claims++;
+        const batch = await t.stores.webhooks.claimDue(count, leaseMs);
+        await claimHeld;
+        return batch;
+      },
+    };
+    const dispatcher = createDispatcher({
+      store,
+      retryDelaysMs: [],
+      allowPrivate: true,
+      log: () => {},
+      metrics: t.ops.metrics,
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    await until(
+      5_000,
+      async () => claims,
+      (n) => n === 1,
+    );
+    const stopped = dispatcher.stop(10_000);
+    releaseClaim();
+    await stopped;
+    expect(dispatcher.inFlight()).toBe(0);
+    expect(hook.received).toHaveLength(1);
+    expect(await deliveries(t, alice, endpoint.id)).toMatchObject([{ status: "delivered", attempts: 1 }]);
+    expect(claims).toBe(1);
+  });
+});
+
 describe(`webhook metrics (${ENGINE})`, () => {
   test("count deliveries sent, retried and failed, time attempts, and show what is pending", async () => {
     const hook = receiver((request) => new Response("x", { status: request.path === "/ok" ? 200 : 500 }));

@@ -104,6 +104,8 @@ export function createDispatcher({
   let pendingReadAt = Number.NEGATIVE_INFINITY;
   let failing = false;
   const idle: Array<() => void> = [];
+  /** Settles when the tick under way ends: a claim it is waiting for launches its batch then. */
+  let ticking: Promise<void> | undefined;
 
   function schedule(delayMs: number) {
     if (stopped) return;
@@ -161,6 +163,10 @@ export function createDispatcher({
       return;
     }
     running = true;
+    let tickEnded = () => {};
+    ticking = new Promise<void>((resolve) => {
+      tickEnded = resolve;
+    });
     lastTickAt = performance.now();
     try {
       while (!stopped && inFlight < concurrency) {
@@ -178,6 +184,8 @@ export function createDispatcher({
       noteFailure("claiming due deliveries", error);
     } finally {
       running = false;
+      ticking = undefined;
+      tickEnded();
       if (again) {
         again = false;
         wake();
@@ -212,22 +220,20 @@ export function createDispatcher({
     /**
      * Claims no more, and waits for the attempts in flight to be recorded, at most `graceMs`;
      * one still in flight then is made again by whichever instance claims it after its lease.
-     * Resolves to the attempts still in flight at the end.
+     * A claim already under way is waited for too: the batch it returns is sent, and waited for
+     * like the rest. Resolves once nothing is in flight or the grace is over.
      */
-    async stop(graceMs = timeoutMs): Promise<number> {
+    async stop(graceMs = timeoutMs): Promise<void> {
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
-      if (inFlight === 0) return 0;
       let expire: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        new Promise<void>((done) => idle.push(done)),
-        new Promise<void>((done) => {
-          expire = setTimeout(done, graceMs);
-        }),
-      ]);
+      const over = new Promise<void>((done) => {
+        expire = setTimeout(done, graceMs);
+      });
+      if (ticking) await Promise.race([ticking, over]);
+      if (inFlight > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
       clearTimeout(expire);
-      return inFlight;
     },
     /** Attempts in flight now (tests and shutdown). */
     inFlight: () => inFlight,
