@@ -77,6 +77,8 @@ async function main() {
 
   let stopping = false;
   async function shutdown(signal: string) {
+    // Repeats are ignored, not taken as "exit now": Ctrl-C under `bun run start` reaches this
+    // process twice at once, from the terminal and forwarded by `bun run` (seen 2026-11-26).
     if (stopping) return;
     stopping = true;
     ops.lifecycle.state = "draining";

@@ -47,6 +47,8 @@ export interface RunningServer {
   /** Sends SIGTERM and resolves to the exit code. */
   stop(): Promise<number>;
   kill(signal: NodeJS.Signals | number): void;
+  /** Signals the whole process group, as a terminal's Ctrl-C does (started with `group`). */
+  killGroup(signal: NodeJS.Signals): void;
   exited: Promise<number>;
   /** All the process printed, stdout and stderr, once it has exited. */
   output(): Promise<string>;
@@ -63,13 +65,18 @@ export interface RunningServer {
  */
 export async function startServer(
   env: Record<string, string>,
-  { command = ["bun", "run", "start"], cwd = ROOT }: { command?: string[]; cwd?: string } = {},
+  {
+    command = ["bun", "run", "start"],
+    cwd = ROOT,
+    group = false,
+  }: { command?: string[]; cwd?: string /** In a process group of its own. */; group?: boolean } = {},
 ): Promise<RunningServer> {
   const proc = Bun.spawn(command, {
     cwd,
     env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ...env },
     stdout: "pipe",
     stderr: "pipe",
+    detached: group,
   });
   const decoder = new TextDecoder();
   let output = "";
@@ -109,6 +116,10 @@ export async function startServer(
           return proc.exited;
         },
         kill: (signal) => proc.kill(signal),
+        killGroup: (signal) => {
+          if (!group) throw new Error("killGroup needs a server started with { group: true }");
+          process.kill(-proc.pid, signal);
+        },
         exited: proc.exited,
         output: async () => {
           await Promise.all([proc.exited, rest]);

@@ -42,6 +42,26 @@ describe("graceful shutdown", () => {
     db.close();
   });
 
+  test("Ctrl-C under bun run start (SIGINT to the whole process group, so twice to the server) still drains", async () => {
+    // The terminal signals every process of the group, and `bun run` forwards its own SIGINT:
+    // the server gets two at once, and must not read the second as "exit now".
+    const server = await startServer(
+      { DATABASE_URL: dbPath, RATE_LIMIT_PER_MINUTE: "0", METRICS_PORT: "0" },
+      { group: true },
+    );
+    const raw = await holdRequestInFlight(server, tokenOf(server));
+    server.killGroup("SIGINT");
+    await server.waitForOutput(/SIGINT received/);
+    const body = '"name":"Held"}';
+    await raw.write(`${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+    expect((await raw.response()).status).toBe(200);
+    expect(await server.exited).toBe(0);
+    expect(await server.output()).toContain("Stopped cleanly.");
+    const db = new Database(dbPath, { readonly: true });
+    expect(db.query("SELECT id, name FROM plants").all()).toEqual([{ id: 42, name: "Held" }]);
+    db.close();
+  });
+
   test("SIGINT with nothing in flight exits 0 at once", async () => {
     const server = await startServer({ DATABASE_URL: dbPath });
     server.kill("SIGINT");
