@@ -17,8 +17,8 @@ export interface Target {
   env: Record<string, string>;
 }
 
-// What `bun run start` runs: the bytecode bundle (src/start.ts), as an operator runs the service.
-const SERVICE_COMMAND = ["bun", "--max-http-header-size=16384", join(ROOT, "src/start.ts")];
+// What `bun run start` runs.
+const SERVICE_COMMAND = ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")];
 const BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/server.ts")];
 // Default settings (durable writes, the access log on) but rate limiting off, so the load is not throttled.
 const SERVICE_ENV = { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" };

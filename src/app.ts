@@ -1,17 +1,18 @@
 import { Elysia } from "elysia";
-import type { Clock } from "./auth/tokens";
 import type { Config } from "./config";
-import { createStoreHealth, DAMAGED_LOG_MESSAGE } from "./db/health";
-import type { Stores } from "./db/stores";
+import type { FaultLog } from "./core/fault";
+import { faultDetail } from "./core/fault";
+import { createStoreHealth, DAMAGED_LOG_MESSAGE } from "./core/health";
+import { createRateLimiter } from "./core/rate-limit";
+import type { Stores } from "./core/stores";
+import type { Clock } from "./core/tokens";
 import { apiDocs } from "./docs/openapi";
-import { errorHandler, errorResponse, faultDetail, faultResponder } from "./http/errors";
-import { createRateLimiter } from "./http/rate-limit";
+import { errorHandler, errorResponse, faultResponder } from "./http/errors";
 import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
 import { createMetrics, type Metrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
-import { hotList } from "./plants/hot-list";
 import { plantRoutes } from "./plants/routes";
 import { webhookRoutes } from "./webhooks/routes";
 import type { Resolver } from "./webhooks/send";
@@ -26,9 +27,6 @@ export type AppConfig = Pick<
   | "swaggerPersistAuthorization"
   | "webhookAllowPrivate"
 >;
-
-/** Where faults go; `request`, when given, ties the line to that request's id. */
-export type FaultLog = (message: string, detail: unknown, request?: Request) => void;
 
 /** What the app shares with the layer that observes it (src/ops/observe.ts). */
 export interface AppOps {
@@ -96,16 +94,12 @@ export function createApp({
   const answerFault = faultResponder({ log, health });
   // Filled in once the routes exist: a 405 lists the methods routed for the path.
   const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
-  // GET /plants's common form, answered before routing (hot-list.ts).
-  const hot = hotList({ plants, tokens, limits, notes: ops.notes, cors: config.corsOrigins.length > 0, answerFault });
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
-    .onRequest(({ request, set }) => {
+    .onRequest(({ request }) => {
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
-      const page = hot(request, set);
-      if (page) return page;
     })
     .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(

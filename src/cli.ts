@@ -1,7 +1,7 @@
 import { overview, run, UsageError, usage } from "./cli/args";
 import { CommandError } from "./cli/database";
 import { ConfigError } from "./config";
-import { faultSummary } from "./http/errors";
+import { faultSummary } from "./core/fault";
 
 /** The operator's commands (tokens, backup, check, migrate, failed webhooks); src/cli/ holds their parts. */
 try {

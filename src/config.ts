@@ -1,26 +1,13 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { type DatabaseTarget, SYNCHRONOUS_MODES, type SynchronousMode } from "./core/database";
 
-export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
-export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
+export type { DatabaseTarget, SynchronousMode };
+
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 export const LOG_FORMATS = ["json", "pretty"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
-
-/** Where the data lives: a SQLite file (a path, or ":memory:"), or a PostgreSQL database. */
-export type DatabaseTarget =
-  | { engine: "sqlite"; path: string }
-  | {
-      engine: "postgres";
-      url: string;
-      /** Connections each instance keeps at most (DB_POOL_SIZE). */
-      poolSize: number;
-      /** How long opening a connection may take (DB_CONNECT_TIMEOUT_MS). */
-      connectTimeoutMs: number;
-      /** How long one statement may run before PostgreSQL cancels it (DB_STATEMENT_TIMEOUT_MS). */
-      statementTimeoutMs: number;
-    };
 
 export interface Config {
   port: number;

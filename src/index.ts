@@ -1,8 +1,9 @@
 import { createApp, createOps } from "./app";
-import type { IssuedToken } from "./auth/tokens";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
-import { type OpenedStores, openStores, StartupRefusal } from "./db/open";
-import { faultSummary } from "./http/errors";
+import { StartupRefusal } from "./core/failures";
+import { faultSummary } from "./core/fault";
+import type { IssuedToken } from "./core/tokens";
+import { type OpenedStores, openStores } from "./db/open";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
 import type { RequestNotes } from "./ops/request-id";
@@ -15,11 +16,6 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/**
- * The whole start-up in one function rather than at the top level, so the module has no
- * top-level await: `bun run start` loads it as a CommonJS bundle compiled to bytecode
- * (src/start.ts), which cannot hold one.
- */
 async function main() {
   let config: Config;
   try {

@@ -1,5 +1,6 @@
-import type { App, AppOps, FaultLog } from "./app";
-import { errorResponse, faultDetail } from "./http/errors";
+import type { App, AppOps } from "./app";
+import { type FaultLog, faultDetail } from "./core/fault";
+import { errorResponse } from "./http/errors";
 import { addressable, UNADDRESSABLE } from "./http/request-target";
 import type { AccessLine } from "./ops/logger";
 import { observed } from "./ops/observe";

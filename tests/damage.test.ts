@@ -9,7 +9,7 @@ import {
   DAMAGED_READINESS_MESSAGE,
   DAMAGED_REQUEST_MESSAGE,
   isDatabaseDamage,
-} from "../src/db/health";
+} from "../src/core/health";
 import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
 import { plants } from "../src/db/sqlite/schema";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { StoreUnavailable, storeFailureKind } from "../src/core/failures";
 import { createDeadline, withDeadline } from "../src/db/postgres/deadline";
-import { StoreUnavailable, storeFailureKind } from "../src/db/store-errors";
 
 /** A call that settles only when told to. */
 function held<T>() {

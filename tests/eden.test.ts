@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { treaty } from "@elysiajs/eden";
-import type { Plant } from "../src/plants/model";
+import type { Plant } from "../src/core/plant";
 import { makeTestApp } from "./helpers";
 
 /** True only when A and B are the same type (`any` is equal to nothing but `any`). */

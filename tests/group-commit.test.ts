@@ -3,10 +3,10 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StoreUnavailable } from "../src/core/failures";
 import { createGroupCommit } from "../src/db/sqlite/group-commit";
 import { prepareWrites, type WriteSql } from "../src/db/sqlite/write-statements";
 import { probing } from "../src/db/sqlite/writer";
-import { StoreUnavailable } from "../src/db/store-errors";
 import { onSqlite } from "./helpers";
 
 /** An in-memory database that counts the transactions committed on it. */

@@ -1,13 +1,14 @@
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, expect } from "bun:test";
 import { SQL } from "bun";
-import { type AppConfig, type AppOps, createApp, createOps, type FaultLog } from "../src/app";
+import { type AppConfig, type AppOps, createApp, createOps } from "../src/app";
+import type { FaultLog } from "../src/core/fault";
+import type { Stores } from "../src/core/stores";
 import { connect, migrate } from "../src/db/postgres/client";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
-import type { Stores } from "../src/db/stores";
 import type { Resolver } from "../src/webhooks/send";
 
 export const BASE = "http://localhost";

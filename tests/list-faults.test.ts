@@ -5,7 +5,7 @@
  * where app.handle itself rejected and the real server answered 500).
  */
 import { describe, expect, test } from "bun:test";
-import { StoreUnavailable } from "../src/db/store-errors";
+import { StoreUnavailable } from "../src/core/failures";
 import { expectError, makeTestApp } from "./helpers";
 
 const PATHS = ["/plants?limit=5", "/plants?limit=5&tag=x", "/plants", "/plants?limit=5000"];

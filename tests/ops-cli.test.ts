@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate as migrateFromFolder } from "drizzle-orm/bun-sqlite/migrator";
-import { migrationsFolderOf } from "../src/db/migrations-macro";
+import { migrationsFolderOf } from "../scripts/bundle-migrations";
 import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
 import { EMBEDDED_MIGRATIONS } from "../src/db/sqlite/migrations";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";

@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, test } from "bun:test";
+import { LIST_CHUNK_SIZE } from "../src/core/stores";
 import { openDatabase } from "../src/db/sqlite/client";
 import { createSqlitePlantStore } from "../src/db/sqlite/plants";
 import { writeSql } from "../src/db/sqlite/write-sql";
 import { inThreadWriter } from "../src/db/sqlite/writer";
-import { LIST_CHUNK_SIZE } from "../src/db/stores";
 import { longList } from "../src/plants/list-answer";
 import { makeTestApp, onSqlite, type TestApp } from "./helpers";
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { ReservedSQL, SQL } from "bun";
 import { getTableConfig } from "drizzle-orm/pg-core";
+import { LIST_CHUNK_SIZE, type PlantFilter } from "../src/core/stores";
 import { connect } from "../src/db/postgres/client";
 import { createPostgresPlantStore } from "../src/db/postgres/plants";
 import * as schema from "../src/db/postgres/schema";
-import { LIST_CHUNK_SIZE, type PlantFilter } from "../src/db/stores";
 import { freshPostgresDatabase, onPostgres, postgresTarget, recordingClient } from "./helpers";
 
 /*

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
+import type { PlantFilter, TokenStore } from "../src/core/stores";
 import { createPostgresTokenStore } from "../src/db/postgres/tokens";
-import type { PlantFilter, TokenStore } from "../src/db/stores";
 import { eachRecordedPlantStore, onPostgres, recordedPostgres, type SentStatement } from "./helpers";
 
 /*

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { hashToken } from "../src/auth/tokens";
+import { hashToken } from "../src/core/tokens";
 import { makeTestApp, onPostgres, onSqlite } from "./helpers";
 
 describe("tokens", () => {

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import type { Stores, WebhookStore } from "../src/core/stores";
 import { connect } from "../src/db/postgres/client";
 import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
-import type { Stores, WebhookStore } from "../src/db/stores";
 import { POLL_MS } from "../src/webhooks/dispatcher";
 import { newSecret } from "../src/webhooks/signing";
 import { ENGINE, freshPostgresDatabase, onPostgres, postgresTarget } from "./helpers";

@@ -1,6 +1,6 @@
 import type { Server } from "bun";
 import { type AppOps, createOps } from "../src/app";
-import type { Stores } from "../src/db/stores";
+import type { Stores } from "../src/core/stores";
 import { createDispatcher, type Dispatcher } from "../src/webhooks/dispatcher";
 
 /** One request a receiver got. */

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
-import { StoreUnavailable } from "../src/db/store-errors";
+import { StoreUnavailable } from "../src/core/failures";
 import { parseJsonExact } from "../src/http/json-body";
 import { createDispatcher, type Dispatcher } from "../src/webhooks/dispatcher";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "./helpers";

@@ -8,12 +8,12 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StoreUnavailable } from "../src/core/failures";
+import type { Stores } from "../src/core/stores";
 import { openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
 import { startWorkerWriter } from "../src/db/sqlite/worker-writer";
 import type { WriteSql } from "../src/db/sqlite/write-statements";
-import { StoreUnavailable } from "../src/db/store-errors";
-import type { Stores } from "../src/db/stores";
 import { makeTestApp, onSqlite } from "./helpers";
 import { until } from "./load";
 

@@ -1,9 +1,9 @@
 import { Elysia } from "elysia";
-import type { RequestLimiter, TokenStore } from "../db/stores";
+import type { RateLimiter } from "../core/rate-limit";
+import type { RequestLimiter, TokenStore } from "../core/stores";
+import type { AuthenticatedUser } from "../core/tokens";
 import { HttpError } from "../http/errors";
-import type { RateLimiter } from "../http/rate-limit";
 import type { RequestNotes } from "../ops/request-id";
-import type { AuthenticatedUser } from "./tokens";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
 

@@ -1,18 +1,13 @@
 import { parseArgs } from "node:util";
-import { COMMANDS, type Command } from "./commands";
+import type { Command } from "./command";
+import { UsageError } from "./command";
+import { COMMANDS } from "./commands";
 import { PROGRAM } from "./format";
+
+export { UsageError };
 
 const DATABASE_NOTE = "The database is the server's: DATABASE_URL (default ./data/plants.sqlite).";
 
-/** `command` names the command whose usage follows the message; without it, the overview. */
-export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly command?: string,
-  ) {
-    super(message);
-  }
-}
 function columns(rows: [string, string][]): string {
   const width = Math.max(...rows.map(([left]) => left.length));
   return rows.map(([left, right]) => `  ${left.padEnd(width)}   ${right}`).join("\n");

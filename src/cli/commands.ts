@@ -1,10 +1,10 @@
-import { isValidUserName, USER_NAME_RULE } from "../auth/tokens";
 import { loadConfig } from "../config";
+import { faultSummary } from "../core/fault";
+import { isValidUserName, USER_NAME_RULE } from "../core/tokens";
 import { BackupError, backupDatabase } from "../db/sqlite/backup";
 import { checkDatabase } from "../db/sqlite/check";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
-import { faultSummary } from "../http/errors";
-import { UsageError } from "./args";
+import { type Command, UsageError } from "./command";
 import { CommandError, withDatabase, withTokenStore } from "./database";
 import { iso, plural, table } from "./format";
 import { postgresBackup, postgresCheck, postgresMigrate } from "./postgres";
@@ -96,18 +96,6 @@ async function migrate(): Promise<number> {
     console.log(`Applied ${plural(pending.length, "migration")} to ${path}: ${tags}`);
   }
   return 0;
-}
-
-export interface Command {
-  /** What follows the program's name: `token revoke <token-id>`. */
-  synopsis: string;
-  summary: string;
-  /** What the command's own --help adds to the synopsis. */
-  details: string[];
-  options?: Record<string, { type: "string" }>;
-  /** The one argument the command takes, if any: what to say when it is missing, and its rule. */
-  operand?: { missing: string; problem?: (value: string) => string | undefined };
-  run(values: { user?: string }, operand: string): number | Promise<number>;
 }
 
 const TOKEN_ID_RULE = "token id must be a positive integer such as 3";

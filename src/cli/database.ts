@@ -1,5 +1,8 @@
 import { existsSync } from "node:fs";
 import { type Config, ensureDatabaseFolder, loadConfig, withoutPassword } from "../config";
+import { StartupRefusal, StoreUnavailable } from "../core/failures";
+import { faultSummary } from "../core/fault";
+import type { TokenStore, WebhookStore } from "../core/stores";
 import { connect, migrate, type PostgresTarget } from "../db/postgres/client";
 import { createPostgresTokenStore } from "../db/postgres/tokens";
 import { createPostgresWebhookStore } from "../db/postgres/webhooks";
@@ -9,10 +12,6 @@ import { ForeignDatabaseError } from "../db/sqlite/ownership";
 import { createSqliteTokenStore } from "../db/sqlite/tokens";
 import { createSqliteWebhookStore } from "../db/sqlite/webhooks";
 import { inThreadWriter } from "../db/sqlite/writer";
-import { StartupRefusal } from "../db/start-up-refusal";
-import { StoreUnavailable } from "../db/store-errors";
-import type { TokenStore, WebhookStore } from "../db/stores";
-import { faultSummary } from "../http/errors";
 
 /** A failure already worded for the operator: printed as is, exit 1. */
 export class CommandError extends Error {}

@@ -1,6 +1,6 @@
-import type { RedeliverOutcome } from "../db/stores";
+import type { RedeliverOutcome } from "../core/stores";
 import { POLL_MS } from "../webhooks/dispatcher";
-import type { Command } from "./commands";
+import type { Command } from "./command";
 import { CommandError, withWebhookStore } from "./database";
 import { iso, PROGRAM, table } from "./format";
 

@@ -1,4 +1,4 @@
-import type { PlantFilter } from "./stores";
+import type { PlantFilter } from "../core/stores";
 
 /**
  * A list statement has four shapes, with or without a cursor and with or without a tag; each

@@ -1,10 +1,8 @@
-import type { FaultLog } from "../app";
-import type { Config } from "../config";
+import type { StoreConfig } from "../core/database";
+import type { FaultLog } from "../core/fault";
+import type { Stores } from "../core/stores";
 import { openDatabase } from "./sqlite/client";
 import { createSqliteStores } from "./sqlite/stores";
-import type { Stores } from "./stores";
-
-export { StartupRefusal } from "./start-up-refusal";
 
 export interface OpenedStores {
   stores: Stores;
@@ -14,7 +12,7 @@ export interface OpenedStores {
  * The one place the engine is picked, from DATABASE_URL's scheme: opens the database, brings its
  * schema up to date and builds the stores on it.
  */
-export async function openStores(config: Config, log: FaultLog): Promise<OpenedStores> {
+export async function openStores(config: StoreConfig, log: FaultLog): Promise<OpenedStores> {
   const { database } = config;
   if (database.engine === "postgres") {
     const { openPostgresStores } = await import("./postgres/stores");

@@ -1,8 +1,7 @@
-// drizzle-orm/errors rather than drizzle-orm, whose index loads the query builders (client.ts).
-import { DrizzleError, DrizzleQueryError } from "drizzle-orm/errors";
 import { Elysia, type ValidationError } from "elysia";
-import { DAMAGED_LOG_MESSAGE, DAMAGED_REQUEST_MESSAGE, type StoreHealth } from "../db/health";
-import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../db/store-errors";
+import { type StoreFailureKind, storeFailureKind } from "../core/failures";
+import { faultDetail } from "../core/fault";
+import { DAMAGED_LOG_MESSAGE, DAMAGED_REQUEST_MESSAGE, type StoreHealth } from "../core/health";
 import { describeRule } from "./types";
 
 /** A failure the client can act on; its message is safe to show. */
@@ -42,32 +41,6 @@ export function validationMessage(error: Readonly<ValidationError>): string {
   if (!first) return `${where}: is invalid`;
   const field = first.path.replace(/^\//, "").replaceAll("/", ".");
   return `${field || where}: ${describeRule(first.schema, first.value)}`;
-}
-
-const causeOf = (error: Error) =>
-  error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
-
-/**
- * A fault's detail for the log, without the values a query was run with: Drizzle puts the
- * bound parameters (plant names, token hashes) into a DrizzleQueryError's message.
- */
-export function faultDetail(error: unknown): unknown {
-  if (error instanceof DrizzleQueryError) {
-    return { name: "DrizzleQueryError", query: error.query, cause: causeOf(error) };
-  }
-  if (error instanceof StoreUnavailable)
-    return { name: "StoreUnavailable", kind: error.kind, cause: faultDetail(error.cause) };
-  return error;
-}
-
-/** One line for a start-up failure: the driver's own words when Drizzle wrapped them. */
-export function faultSummary(error: unknown): string {
-  const text =
-    error instanceof Error
-      ? ((error instanceof DrizzleError || error instanceof DrizzleQueryError ? causeOf(error) : undefined) ??
-        error.message)
-      : String(error);
-  return text.replace(/\s+/g, " ").trim();
 }
 
 const RETRY_IS_SAFE = "Retrying a create or delete is safe: it answers 409 or 404 if the first attempt went through.";

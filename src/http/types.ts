@@ -2,8 +2,9 @@ import { Kind } from "@sinclair/typebox";
 import { t } from "elysia";
 import { TypeRegistry } from "elysia/type-system";
 
-export const INT64_MIN = -(2n ** 63n);
-export const INT64_MAX = 2n ** 63n - 1n;
+import { INT64_MAX, INT64_MIN } from "../core/plant";
+
+export { INT64_MAX, INT64_MIN };
 export const INT32_MAX = 2_147_483_647;
 
 /*

@@ -1,4 +1,5 @@
-import { errorResponse, faultDetail } from "../http/errors";
+import { faultDetail } from "../core/fault";
+import { errorResponse } from "../http/errors";
 import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
 export interface MetricsAppDeps {

@@ -1,3 +1,4 @@
+import type { StoreFigures } from "../core/stores";
 /**
  * Request counts and latency histograms by route pattern and status, requests in flight, the
  * plants this instance created and deleted, the database's size and the process's own
@@ -15,10 +16,6 @@
  * scrapers took another user's reads from 0.1 to 29 ms (`bun bench/scrape.ts <checkout of
  * a79338d>`).
  */
-export interface StoreFigures {
-  databaseBytes(): number;
-}
-
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);

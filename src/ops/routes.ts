@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
-import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../db/health";
-import type { StoreFailureKind } from "../db/store-errors";
-import { errorResponse, faultDetail } from "../http/errors";
+import type { StoreFailureKind } from "../core/failures";
+import { faultDetail } from "../core/fault";
+import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../core/health";
+import { errorResponse } from "../http/errors";
 
 /** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
 export interface Lifecycle {

@@ -1,6 +1,6 @@
-import type { PlantFilter, PlantPage, PlantStore } from "../db/stores";
+import type { Plant } from "../core/plant";
+import type { PlantFilter, PlantPage, PlantStore } from "../core/stores";
 import type { FaultResponder } from "../http/errors";
-import type { Plant } from "./model";
 
 /** The list route's content type, as Elysia writes it for an array. */
 const JSON_CONTENT_TYPE = "application/json;charset=utf-8";

@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
-import type { FaultLog } from "../app";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
-import type { PlantStore, TokenStore } from "../db/stores";
+import type { FaultLog } from "../core/fault";
+import type { Plant } from "../core/plant";
+import type { PlantStore, TokenStore } from "../core/stores";
 import { type FaultResponder, HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
@@ -9,7 +10,7 @@ import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { longList, shortPage, withLink } from "./list-answer";
-import { listPlantsQuery, type Plant, plantIdParams, plantModels } from "./model";
+import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
 const LIST_PARAMETERS_HINT =

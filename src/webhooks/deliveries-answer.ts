@@ -1,4 +1,4 @@
-import type { DeliveryListing, WebhookStore } from "../db/stores";
+import type { DeliveryListing, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 
 /** Deliveries read per statement: about 170 KiB of JSON. */

@@ -1,6 +1,5 @@
-import type { FaultLog } from "../app";
-import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../db/stores";
-import { faultDetail } from "../http/errors";
+import { type FaultLog, faultDetail } from "../core/fault";
+import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../core/stores";
 import type { AttemptResult as MetricResult } from "../ops/metrics";
 import { type AttemptResult, type Resolver, sendAttempt } from "./send";
 import { signedHeaders } from "./signing";

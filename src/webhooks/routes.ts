@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import type { FaultLog } from "../app";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
-import type { TokenStore, WebhookStore } from "../db/stores";
+import type { FaultLog } from "../core/fault";
+import type { TokenStore, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";

@@ -1,14 +1,12 @@
 import { SQL } from "bun";
-import type { DatabaseTarget } from "../../config";
-import { compareMigrations, type MigrationStatus } from "../migration-status";
-import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
-import type { Migration } from "../migrations-macro";
-import { StartupRefusal } from "../start-up-refusal";
+import type { DatabaseTarget } from "../../core/database";
+import { StartupRefusal } from "../../core/failures";
+import { compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
 
 export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
 
-/** drizzle/postgres as it was when this file was transpiled or bundled (see migrations-macro.ts). */
-export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations("postgres");
+/** drizzle/postgres as scripts/bundle-migrations.ts bundled it. */
+export const EMBEDDED_MIGRATIONS: Migration[] = MIGRATIONS.postgres;
 
 /** Where Drizzle's PostgreSQL migrator keeps its rows; `migrate` keeps the same place. */
 const MIGRATIONS_TABLE = "drizzle.__drizzle_migrations";

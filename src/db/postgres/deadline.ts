@@ -1,4 +1,4 @@
-import { StoreUnavailable } from "../store-errors";
+import { StoreUnavailable } from "../../core/failures";
 
 /**
  * A client-side deadline on every store call. `statement_timeout` is enforced by the server, so

@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import { postgresState } from "../store-errors";
+import { postgresState } from "../../core/failures";
 import { createGroups, type GroupOptions, type Waiting } from "./groups";
 
 interface Row {

@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
-import type { NewPlant, Plant } from "../../plants/model";
+import type { NewPlant, Plant } from "../../core/plant";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../../core/stores";
 import { shapeOf } from "../list-shapes";
-import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import { POSTGRES_SQL } from "./built-sql";
 import { createGroupInsert } from "./group-insert";
 import { createGroups } from "./groups";

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
-import type { Clock } from "../../auth/tokens";
-import type { RequestLimiter } from "../stores";
+import type { RequestLimiter } from "../../core/stores";
+import type { Clock } from "../../core/tokens";
 
 /**
  * The per-token budget shared by every instance: the same token bucket as the in-memory limiter

@@ -1,9 +1,8 @@
 import type { SQL } from "bun";
-import type { FaultLog } from "../../app";
-import type { Clock } from "../../auth/tokens";
-import { faultDetail } from "../../http/errors";
-import { storeFailureKind } from "../store-errors";
-import type { Stores } from "../stores";
+import { storeFailureKind } from "../../core/failures";
+import { type FaultLog, faultDetail } from "../../core/fault";
+import type { Stores } from "../../core/stores";
+import type { Clock } from "../../core/tokens";
 import { connect, migrate, type PostgresTarget } from "./client";
 import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";

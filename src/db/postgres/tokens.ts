@@ -1,4 +1,5 @@
 import type { SQL } from "bun";
+import type { TokenStore } from "../../core/stores";
 import {
   type Clock,
   generateToken,
@@ -6,8 +7,7 @@ import {
   isValidUserName,
   LAST_USED_GRANULARITY_MS,
   USER_NAME_RULE,
-} from "../../auth/tokens";
-import type { TokenStore } from "../stores";
+} from "../../core/tokens";
 import { POSTGRES_SQL } from "./built-sql";
 import { createGroups } from "./groups";
 

@@ -1,5 +1,11 @@
 import type { SQL } from "bun";
-import type { ClaimedDelivery, DeliveryListing, DeliveryStatus, RedeliverOutcome, WebhookStore } from "../stores";
+import type {
+  ClaimedDelivery,
+  DeliveryListing,
+  DeliveryStatus,
+  RedeliverOutcome,
+  WebhookStore,
+} from "../../core/stores";
 
 interface EndpointRow {
   id: number;

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
-import type { SynchronousMode } from "../../config";
+import type { SynchronousMode } from "../../core/database";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "./migrations";
 import { refuseForeignDatabase } from "./ownership";
 import type * as schema from "./schema";

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { StoreFigures } from "../../ops/metrics";
+import type { StoreFigures } from "../../core/stores";
 
 /** Two pragmas read from the database header: the same cost at 10 plants or 10 million. */
 export function storeFigures(sqlite: Database): StoreFigures {

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../store-errors";
+import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
 
 export interface GroupCommitOptions {
   /** The longest a write waits for others to share its commit. */

@@ -2,14 +2,12 @@ import type { Database } from "bun:sqlite";
 import type { TablesRelationalConfig } from "drizzle-orm";
 import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { SQLiteSession, SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { compareMigrations, type MigrationStatus } from "../migration-status";
-import { readMigrations as embedMigrations } from "../migrations-macro" with { type: "macro" };
-import type { Migration } from "../migrations-macro";
+import { compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
 
 export type { Migration, MigrationStatus };
 
-/** drizzle/sqlite as it was when this file was transpiled or bundled (see migrations-macro.ts). */
-export const EMBEDDED_MIGRATIONS: Migration[] = embedMigrations("sqlite");
+/** drizzle/sqlite as scripts/bundle-migrations.ts bundled it. */
+export const EMBEDDED_MIGRATIONS: Migration[] = MIGRATIONS.sqlite;
 
 /** Drizzle's default, which `applyMigrations` keeps. */
 export const MIGRATIONS_TABLE = "__drizzle_migrations";

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { StartupRefusal } from "../start-up-refusal";
+import { StartupRefusal } from "../../core/failures";
 import { MIGRATIONS_TABLE } from "./migrations";
 
 /** How many of a foreign database's objects the refusal names, and how much of each name. */

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
-import type { NewPlant, Plant } from "../../plants/model";
+import type { NewPlant, Plant } from "../../core/plant";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../../core/stores";
 import { shapeOf } from "../list-shapes";
-import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../stores";
 import { READ_SQL } from "./built-sql";
 import type { Writer } from "./writer";
 

@@ -1,11 +1,10 @@
 import type { Database } from "bun:sqlite";
-import type { FaultLog } from "../../app";
-import type { Clock } from "../../auth/tokens";
-import type { SynchronousMode } from "../../config";
-import { faultDetail } from "../../http/errors";
-import { createRateLimiter } from "../../http/rate-limit";
-import type { StoreFailureKind } from "../store-errors";
-import type { Stores } from "../stores";
+import type { SynchronousMode } from "../../core/database";
+import type { StoreFailureKind } from "../../core/failures";
+import { type FaultLog, faultDetail } from "../../core/fault";
+import { createRateLimiter } from "../../core/rate-limit";
+import type { Stores } from "../../core/stores";
+import type { Clock } from "../../core/tokens";
 import { WRITE_SQL } from "./built-sql";
 import { closeDatabase } from "./client";
 import { storeFigures } from "./figures";

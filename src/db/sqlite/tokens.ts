@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import type { TokenStore } from "../../core/stores";
 import {
   type Clock,
   generateToken,
@@ -7,8 +8,7 @@ import {
   isValidUserName,
   LAST_USED_GRANULARITY_MS,
   USER_NAME_RULE,
-} from "../../auth/tokens";
-import type { TokenStore } from "../stores";
+} from "../../core/tokens";
 import { TOKEN_SQL, WRITE_SQL } from "./built-sql";
 import type { Writer } from "./writer";
 

@@ -6,7 +6,7 @@ import type {
   RedeliverOutcome,
   WebhookEndpoint,
   WebhookStore,
-} from "../stores";
+} from "../../core/stores";
 import { ENDPOINT_COLUMNS } from "./endpoint-columns";
 import type { Writer } from "./writer";
 

@@ -1,5 +1,5 @@
-import type { SynchronousMode } from "../../config";
-import { type StoreFailureKind, StoreUnavailable } from "../store-errors";
+import type { SynchronousMode } from "../../core/database";
+import { type StoreFailureKind, StoreUnavailable } from "../../core/failures";
 import type { WriteSql } from "./write-statements";
 import { probing, type Writer } from "./writer";
 import { type FromWriter, fromWire, type ToWriter, type WriteBatch } from "./writer-protocol";

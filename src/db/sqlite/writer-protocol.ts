@@ -1,4 +1,4 @@
-import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../store-errors";
+import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
 import type { WriteName, WriteSql } from "./write-statements";
 
 /** The writer thread's settings, sent once, first. */

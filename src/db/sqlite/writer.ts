@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { StoreFailureKind } from "../store-errors";
+import type { StoreFailureKind } from "../../core/failures";
 import { createGroupCommit, type GroupCommitOptions } from "./group-commit";
 import { prepareWrites, type WriteArgs, type WriteName, type WriteResult, type WriteSql } from "./write-statements";
 

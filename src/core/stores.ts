@@ -5,10 +5,15 @@
  * `T | Promise<T>`; writes always settle later (group commit on SQLite, the network on
  * PostgreSQL).
  */
-import type { AuthenticatedUser, Clock, IssuedToken } from "../auth/tokens";
-import type { StoreFigures } from "../ops/metrics";
-import type { NewPlant, Plant } from "../plants/model";
-import type { StoreFailureKind } from "./store-errors";
+
+import type { StoreFailureKind } from "./failures";
+import type { NewPlant, Plant } from "./plant";
+import type { AuthenticatedUser, Clock, IssuedToken } from "./tokens";
+
+/** What metrics read of the store. */
+export interface StoreFigures {
+  databaseBytes(): number;
+}
 
 export type MaybePromise<T> = T | Promise<T>;
 

@@ -1,4 +1,4 @@
-import type { Clock } from "../auth/tokens";
+import type { Clock } from "./tokens";
 
 interface Bucket {
   tokens: number;

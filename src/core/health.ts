@@ -1,4 +1,4 @@
-import { storeFailureKind } from "./store-errors";
+import { storeFailureKind } from "./failures";
 
 /** What a request that reads the damage gets, with status 503. */
 export const DAMAGED_REQUEST_MESSAGE =

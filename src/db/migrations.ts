@@ -1,11 +1,17 @@
-import type { Migration } from "./migrations-macro";
+import postgres from "../../drizzle/postgres/migrations.json";
+import sqlite from "../../drizzle/sqlite/migrations.json";
 
-/*
- * Apart from migrations-macro.ts, whose node:fs and drizzle-orm/migrator (node:crypto with it)
- * only the bundler needs: a start that loaded them took about 6 ms longer (a bytecode bundle of
- * that file against an empty one, `farm-bench -n 15 --vs 'bun empty.js' -- bun macro.js`: 13
- * against 6 ms).
- */
+/** One migration as drizzle-kit wrote it and Drizzle's migrator applies it, with its tag for messages. */
+export interface Migration {
+  sql: string[];
+  bps: boolean;
+  folderMillis: number;
+  hash: string;
+  tag: string;
+}
+
+/** Each engine's migrations (scripts/bundle-migrations.ts writes them from drizzle/<engine>). */
+export const MIGRATIONS: Record<"sqlite" | "postgres", Migration[]> = { sqlite, postgres };
 
 /** What a database's migration rows say against the migrations this version carries. */
 export interface MigrationStatus {
