@@ -1,8 +1,17 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { type DatabaseTarget, SYNCHRONOUS_MODES, type SynchronousMode } from "./core/database";
+import {
+  type DatabaseTarget,
+  databaseFrom,
+  databasePathFrom,
+  SYNCHRONOUS_MODES,
+  type SynchronousMode,
+  withoutPassword,
+} from "./core/database";
+import { ConfigError, choiceSetting, type Env, integerSetting } from "./core/settings";
 
 export type { DatabaseTarget, SynchronousMode };
+export { ConfigError, databasePathFrom, withoutPassword };
 
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -49,28 +58,6 @@ export interface Config {
   webhookRetryDelaysMs: number[];
 }
 
-/** Thrown for any invalid setting; its message is the one line printed at start-up. */
-export class ConfigError extends Error {}
-
-type Env = Record<string, string | undefined>;
-
-function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name]?.trim();
-  if (raw === undefined || raw === "") return fallback;
-  if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
-  }
-  return Number(raw);
-}
-
-function choiceSetting<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
-  const raw = env[name]?.trim().toLowerCase();
-  if (raw === undefined || raw === "") return fallback;
-  if (!(choices as readonly string[]).includes(raw))
-    throw new ConfigError(`${name} must be one of ${choices.join(", ")}`);
-  return raw as T;
-}
-
 function metricsToken(env: Env): string | undefined {
   const raw = env.METRICS_TOKEN?.trim();
   if (raw === undefined || raw === "") return undefined;
@@ -91,55 +78,6 @@ function metricsPort(env: Env, port: number): number | undefined {
   const metrics = integerSetting(env, "METRICS_PORT", 0, 0, 65535);
   if (metrics !== 0 && metrics === port) throw new ConfigError("METRICS_PORT must differ from PORT");
   return metrics;
-}
-
-/** `file:` URLs and plain paths both name a SQLite file; ":memory:" keeps everything in RAM. */
-export function databasePathFrom(url: string): string {
-  if (url === ":memory:" || url === "file::memory:") return ":memory:";
-  if (url.startsWith("file://")) return new URL(url).pathname;
-  if (url.startsWith("file:")) return url.slice("file:".length).split("?")[0] ?? "";
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
-    throw new ConfigError("DATABASE_URL must be a SQLite path, a file: URL, :memory: or a postgres:// URL");
-  }
-  return url;
-}
-
-const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
-
-/** The URL as messages show it: never its password. */
-export function withoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "the PostgreSQL URL";
-  }
-}
-
-function databaseFrom(env: Env): DatabaseTarget {
-  const url = env.DATABASE_URL?.trim() || "./data/plants.sqlite";
-  if (!POSTGRES_URL.test(url)) {
-    const path = databasePathFrom(url);
-    if (path === "") throw new ConfigError("DATABASE_URL must not be empty");
-    return { engine: "sqlite", path };
-  }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
-  }
-  if (!parsed.hostname && !parsed.searchParams.get("host")) {
-    throw new ConfigError("DATABASE_URL must name the PostgreSQL host: postgres://user:password@host:5432/database");
-  }
-  return {
-    engine: "postgres",
-    url,
-    poolSize: integerSetting(env, "DB_POOL_SIZE", 10, 1, 1000),
-    connectTimeoutMs: integerSetting(env, "DB_CONNECT_TIMEOUT_MS", 5_000, 100, 600_000),
-    statementTimeoutMs: integerSetting(env, "DB_STATEMENT_TIMEOUT_MS", 10_000, 100, 3_600_000),
-  };
 }
 
 /** Standard Webhooks' suggested schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */

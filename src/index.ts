@@ -2,8 +2,9 @@ import { createApp, createOps } from "./app";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { StartupRefusal } from "./core/failures";
 import { faultSummary } from "./core/fault";
+import type { Stores } from "./core/stores";
 import type { IssuedToken } from "./core/tokens";
-import { type OpenedStores, openStores } from "./db/open";
+import { openStores } from "./db/open";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
 import type { RequestNotes } from "./ops/request-id";
@@ -29,17 +30,16 @@ async function main() {
   const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
   const notes: RequestNotes = new WeakMap();
   const log = faultLog(logger, notes);
-  let opened: OpenedStores;
+  let stores: Stores;
   let issued: IssuedToken | undefined;
   try {
-    opened = await openStores(config, log);
+    stores = await openStores(config, log);
     // The first read of the tokens table: damage there is a start-up failure like any other.
-    issued = await opened.stores.tokens.bootstrap();
+    issued = await stores.tokens.bootstrap();
   } catch (error) {
     if (error instanceof StartupRefusal) fail(error.message);
     fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
   }
-  const { stores } = opened;
 
   const ops = createOps(stores, notes);
   ops.lifecycle.state = "starting";

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openDatabase } from "../src/db/sqlite/client";
+import { createGroupCommit } from "../src/db/sqlite/group-commit";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";
 import { onSqlite } from "./helpers";
 import { runToExit, scratchDir } from "./process";
@@ -21,14 +22,14 @@ const firstLine = (text: string) => text.split("\n")[0];
 /** Three tokens, ids 1 to 3, issued straight into the database. */
 async function seedTokens() {
   const { sqlite } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
-  const tokens = createSqliteTokenStore(sqlite);
+  const tokens = createSqliteTokenStore(sqlite, createGroupCommit(sqlite));
   for (const user of ["alice", "bob", "carol"]) await tokens.issue(user);
   sqlite.close();
 }
 
 async function tokenStatuses(): Promise<string[]> {
   const { sqlite } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
-  const statuses = (await createSqliteTokenStore(sqlite).list()).map(
+  const statuses = (await createSqliteTokenStore(sqlite, createGroupCommit(sqlite)).list()).map(
     (row) => `${row.id} ${row.user} ${row.revokedAt ? "revoked" : "active"}`,
   );
   sqlite.close();

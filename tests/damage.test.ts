@@ -11,6 +11,7 @@ import {
   isDatabaseDamage,
 } from "../src/core/health";
 import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
+import { createGroupCommit } from "../src/db/sqlite/group-commit";
 import { plants } from "../src/db/sqlite/schema";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";
 import { onSqlite } from "./helpers";
@@ -31,7 +32,7 @@ const DAMAGED_BYTES = 2800;
  */
 async function damagedDatabase(path: string): Promise<string> {
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-  const { token } = await createSqliteTokenStore(sqlite).issue("alice");
+  const { token } = await createSqliteTokenStore(sqlite, createGroupCommit(sqlite)).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, 'seed')");
   sqlite.transaction(() => {
     for (let id = 1; id <= PLANTS; id++) insert.run(id, `Plant ${id}`);

@@ -5,8 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreUnavailable } from "../src/core/failures";
 import { createGroupCommit } from "../src/db/sqlite/group-commit";
-import { prepareWrites, type WriteSql } from "../src/db/sqlite/write-statements";
-import { probing } from "../src/db/sqlite/writer";
 import { onSqlite } from "./helpers";
 
 /** An in-memory database that counts the transactions committed on it. */
@@ -86,9 +84,7 @@ describe.if(onSqlite)("group commit", () => {
     const { sqlite } = countingDatabase();
     const changes: unknown[] = [];
     const writes = createGroupCommit(sqlite, { onHealthChange: (problem) => changes.push(problem) });
-    // The writers' problem(): it probes through the same group commit (src/db/sqlite/writer.ts).
-    const runWrite = prepareWrites(sqlite, {} as WriteSql);
-    const problem = probing(writes.problem, (name, args, options) => writes.run(() => runWrite(name, args), options));
+    const problem = writes.problem;
     const full = Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
     const failed = await writes
       .run(() => {

@@ -6,6 +6,7 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate as migrateFromFolder } from "drizzle-orm/bun-sqlite/migrator";
 import { migrationsFolderOf } from "../scripts/bundle-migrations";
 import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
+import { createGroupCommit } from "../src/db/sqlite/group-commit";
 import { EMBEDDED_MIGRATIONS } from "../src/db/sqlite/migrations";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";
 import { onSqlite, writeClashingDatabase } from "./helpers";
@@ -55,7 +56,7 @@ function tableNames(path: string): string[] {
 /** A migrated database with two users, their tokens and plants; the writer stays open. */
 async function populatedDatabase(path: string) {
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-  const tokens = createSqliteTokenStore(sqlite);
+  const tokens = createSqliteTokenStore(sqlite, createGroupCommit(sqlite));
   await tokens.issue("alice");
   await tokens.issue("bob");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?)");

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
+import { createGroupCommit } from "../src/db/sqlite/group-commit";
 import { createSqliteTokenStore } from "../src/db/sqlite/tokens";
 import { onSqlite } from "./helpers";
 import { type RunningServer, scratchDir, startServer } from "./process";
@@ -28,7 +29,7 @@ afterEach(async () => {
 /** A store whose one user owns `count` plants; returns that user's token. */
 async function seedStore(path: string, count: number): Promise<string> {
   const { sqlite } = openDatabase({ path, synchronous: "NORMAL" });
-  const { token } = await createSqliteTokenStore(sqlite, Date.now).issue("alice");
+  const { token } = await createSqliteTokenStore(sqlite, createGroupCommit(sqlite)).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, ?)");
   sqlite.transaction(() => {
     for (let id = 1; id <= count; id++) insert.run(id, `Plant ${id}`, id % 2 === 0 ? "seed" : null);

@@ -3,8 +3,8 @@ import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_RETRY_DELAYS_MS } from "../src/config";
 import { createMetrics } from "../src/ops/metrics";
-import { ATTEMPT_TIMEOUT_MS, LEASE_MS } from "../src/webhooks/dispatcher";
 import { MAX_ENDPOINTS } from "../src/webhooks/routes";
+import { ATTEMPT_TIMEOUT_MS, LEASE_MS } from "../src/webhooks/rules";
 import { newSecret, signedHeaders } from "../src/webhooks/signing";
 import { runToExit, scratchDir } from "./process";
 

@@ -5,7 +5,7 @@ import { connect } from "../src/db/postgres/client";
 import { createPostgresStores, guardOf } from "../src/db/postgres/stores";
 import { openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
-import { POLL_MS } from "../src/webhooks/dispatcher";
+import { POLL_MS } from "../src/webhooks/rules";
 import { newSecret } from "../src/webhooks/signing";
 import { ENGINE, freshPostgresDatabase, onPostgres, postgresTarget } from "./helpers";
 import { until } from "./load";

@@ -5,7 +5,7 @@ import { BackupError, backupDatabase } from "../db/sqlite/backup";
 import { checkDatabase } from "../db/sqlite/check";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
 import { type Command, UsageError } from "./command";
-import { CommandError, withDatabase, withTokenStore } from "./database";
+import { CommandError, withDatabase, withStores } from "./database";
 import { iso, plural, table } from "./format";
 import { postgresBackup, postgresCheck, postgresMigrate } from "./postgres";
 import { WEBHOOK_COMMANDS } from "./webhooks";
@@ -13,14 +13,14 @@ import { WEBHOOK_COMMANDS } from "./webhooks";
 async function createToken(user: string | undefined): Promise<number> {
   if (user === undefined) throw new UsageError("token create needs --user <name>", "token create");
   if (!isValidUserName(user)) throw new UsageError(`--user ${USER_NAME_RULE}`, "token create");
-  const issued = await withTokenStore((tokens) => tokens.issue(user));
+  const issued = await withStores(({ tokens }) => tokens.issue(user));
   console.log(`Created token ${issued.id} for user "${issued.user}". It is shown only this once:`);
   console.log(issued.token);
   return 0;
 }
 
 async function listTokens(): Promise<number> {
-  const rows = await withTokenStore((tokens) => tokens.list());
+  const rows = await withStores(({ tokens }) => tokens.list());
   if (rows.length === 0) {
     console.log("No tokens.");
     return 0;
@@ -38,7 +38,7 @@ async function listTokens(): Promise<number> {
 }
 
 async function revokeToken(id: string): Promise<number> {
-  const outcome = await withTokenStore((tokens) => tokens.revoke(Number(id)));
+  const outcome = await withStores(({ tokens }) => tokens.revoke(Number(id)));
   if (outcome === "not-found") throw new CommandError(`no token with id ${id}`);
   console.log(outcome === "revoked" ? `Token ${id} revoked.` : `Token ${id} was already revoked.`);
   return 0;

@@ -1,17 +1,12 @@
 import { existsSync } from "node:fs";
-import { type Config, ensureDatabaseFolder, loadConfig, withoutPassword } from "../config";
+import { ensureDatabaseFolder, loadConfig, withoutPassword } from "../config";
 import { StartupRefusal, StoreUnavailable } from "../core/failures";
 import { faultSummary } from "../core/fault";
-import type { TokenStore, WebhookStore } from "../core/stores";
-import { connect, migrate, type PostgresTarget } from "../db/postgres/client";
-import { createPostgresTokenStore } from "../db/postgres/tokens";
-import { createPostgresWebhookStore } from "../db/postgres/webhooks";
-import { WRITE_SQL } from "../db/sqlite/built-sql";
+import type { Stores } from "../core/stores";
+import { openStores } from "../db/open";
+import { connect, type PostgresTarget } from "../db/postgres/client";
 import { openDatabase } from "../db/sqlite/client";
 import { ForeignDatabaseError } from "../db/sqlite/ownership";
-import { createSqliteTokenStore } from "../db/sqlite/tokens";
-import { createSqliteWebhookStore } from "../db/sqlite/webhooks";
-import { inThreadWriter } from "../db/sqlite/writer";
 
 /** A failure already worded for the operator: printed as is, exit 1. */
 export class CommandError extends Error {}
@@ -57,59 +52,33 @@ export async function withDatabase<T>(
   }
 }
 
-interface StoreMakers<S> {
-  sqlite(database: ReturnType<typeof openDatabase>, config: Config): S;
-  postgres(connection: ReturnType<typeof connect>): S;
-}
-
 /**
- * A store on the server's database (DATABASE_URL), whichever the engine, brought up to date
- * first; closed afterwards.
+ * The server's stores (DATABASE_URL), opened as the server opens them (db/open.ts), the schema
+ * brought up to date first; closed afterwards.
  */
-async function withStore<S, T>(make: StoreMakers<S>, use: (store: S) => Promise<T>): Promise<T> {
+export async function withStores<T>(use: (stores: Stores) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  if (config.database.engine === "sqlite") {
-    return withDatabase({ mode: "write", migrate: true }, async (database) => {
-      try {
-        return await use(make.sqlite(database, config));
-      } catch (error) {
-        if (error instanceof StoreUnavailable && error.kind === "busy")
-          throw new CommandError(
-            `another process held the database's write lock for WRITE_LOCK_TIMEOUT_MS (${config.writeLockTimeoutMs} ms); nothing was changed, try again`,
-          );
-        throw error;
-      }
-    });
+  let stores: Stores;
+  try {
+    ensureDatabaseFolder(config);
+    stores = await openStores(config, () => {});
+  } catch (error) {
+    if (error instanceof StartupRefusal) throw new CommandError(error.message);
+    throw new CommandError(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
   }
-  return withPostgres(config.database, async (connection) => {
-    await migrate(connection.client);
-    return use(make.postgres(connection));
-  });
+  try {
+    return await use(stores);
+  } catch (error) {
+    if (error instanceof StoreUnavailable && error.kind === "busy")
+      throw new CommandError(
+        `another process held the database's write lock for WRITE_LOCK_TIMEOUT_MS (${config.writeLockTimeoutMs} ms); nothing was changed, try again`,
+      );
+    if (error instanceof CommandError || config.database.engine === "sqlite") throw error;
+    throw new CommandError(`cannot use the database at ${config.databaseName}: ${faultSummary(error)}`);
+  } finally {
+    await stores.close();
+  }
 }
-
-export const withTokenStore = <T>(use: (tokens: TokenStore) => Promise<T>): Promise<T> =>
-  withStore(
-    {
-      sqlite: ({ sqlite }) => createSqliteTokenStore(sqlite),
-      postgres: ({ client }) => createPostgresTokenStore(client),
-    },
-    use,
-  );
-
-export const withWebhookStore = <T>(use: (webhooks: WebhookStore) => Promise<T>): Promise<T> =>
-  withStore(
-    {
-      // The server may hold the write lock: wait for it as the server's own writes do.
-      sqlite: ({ sqlite }, config) =>
-        createSqliteWebhookStore(
-          sqlite,
-          inThreadWriter(sqlite, WRITE_SQL, { lockTimeoutMs: config.writeLockTimeoutMs }),
-          Date.now,
-        ),
-      postgres: ({ client }) => createPostgresWebhookStore(client, Date.now),
-    },
-    use,
-  );
 
 /** One connection to the PostgreSQL database, closed afterwards; failures worded for the operator. */
 export async function withPostgres<T>(

@@ -1,7 +1,7 @@
 import type { RedeliverOutcome } from "../core/stores";
-import { POLL_MS } from "../webhooks/dispatcher";
+import { POLL_MS } from "../webhooks/rules";
 import type { Command } from "./command";
-import { CommandError, withWebhookStore } from "./database";
+import { CommandError, withStores } from "./database";
 import { iso, PROGRAM, table } from "./format";
 
 /** Endpoint ids stop at the PostgreSQL identity's MAXVALUE (int4): past it a number names no endpoint. */
@@ -15,7 +15,7 @@ const isDeliveryId = (value: string) => /^msg_[0-9a-f]{32}$/.test(value);
 const oneLine = (text: string | null) => (text === null ? "-" : text.replace(/\s+/g, " ").trim() || "-");
 
 async function listFailed(endpointId: string): Promise<number> {
-  const failed = await withWebhookStore((webhooks) => webhooks.failedDeliveries(Number(endpointId)));
+  const failed = await withStores(({ webhooks }) => webhooks.failedDeliveries(Number(endpointId)));
   if (failed === undefined) throw new CommandError(`no webhook endpoint with id ${endpointId}`);
   if (failed.length === 0) {
     console.log(`Endpoint ${endpointId} has no failed deliveries.`);
@@ -43,7 +43,7 @@ const NOT_QUEUED: Record<Exclude<RedeliverOutcome, "queued">, (id: string) => st
 };
 
 async function redeliver(deliveryId: string): Promise<number> {
-  const outcome = await withWebhookStore((webhooks) => webhooks.redeliver(deliveryId));
+  const outcome = await withStores(({ webhooks }) => webhooks.redeliver(deliveryId));
   if (outcome !== "queued") throw new CommandError(NOT_QUEUED[outcome](deliveryId));
   console.log(
     `Delivery ${deliveryId} is due again: a running server sends it within ${POLL_MS / 1000} s, with the same webhook-id.`,

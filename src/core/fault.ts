@@ -23,6 +23,7 @@ export function faultDetail(error: unknown): unknown {
 
 /** One line for a start-up failure: the driver's own words when Drizzle wrapped them. */
 export function faultSummary(error: unknown): string {
+  if (error instanceof StoreUnavailable && error.cause !== undefined) return faultSummary(error.cause);
   const text =
     error instanceof Error
       ? ((error instanceof DrizzleError || error instanceof DrizzleQueryError ? causeOf(error) : undefined) ??

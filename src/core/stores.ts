@@ -8,6 +8,10 @@
 
 import type { StoreFailureKind } from "./failures";
 import type { NewPlant, Plant } from "./plant";
+import type { WebhookStore } from "./webhooks";
+
+export type * from "./webhooks";
+
 import type { AuthenticatedUser, Clock, IssuedToken } from "./tokens";
 
 /** What metrics read of the store. */
@@ -78,96 +82,6 @@ export interface TokenStore {
   list(): Promise<TokenListing[]>;
   /** "revoked", or why not: the caller turns that into its own message. */
   revoke(tokenId: number): Promise<RevokeOutcome>;
-}
-
-/** A webhook endpoint as its owner sees it: never its secret. */
-export interface WebhookEndpoint {
-  id: number;
-  url: string;
-  createdAt: Date;
-  disabled: boolean;
-}
-
-export type DeliveryStatus = "pending" | "delivered" | "failed";
-
-/** One delivery in an endpoint's log; `id` is its `webhook-id`. */
-export interface DeliveryListing {
-  id: string;
-  status: DeliveryStatus;
-  attempts: number;
-  lastStatus: number | null;
-  createdAt: Date;
-  nextAttemptAt: Date | null;
-}
-
-/** A due delivery claimed by this instance, with what sending it needs. */
-export interface ClaimedDelivery {
-  seq: number;
-  id: string;
-  webhookId: number;
-  url: string;
-  secret: string;
-  payload: string;
-  /** Attempts made before this one. */
-  attempts: number;
-}
-
-/** One attempt as made; recording it applies `outcome` to the delivery (and a 410 to its endpoint). */
-export interface AttemptRecord {
-  deliverySeq: number;
-  /** 1 for the first attempt. */
-  attempt: number;
-  at: number;
-  statusCode: number | undefined;
-  durationMs: number;
-  error: string | undefined;
-  outcome: DeliveryStatus;
-  /** When `outcome` is "pending": the wait before the next attempt. */
-  retryInMs: number | undefined;
-}
-
-export type RedeliverOutcome = "queued" | "not-found" | "not-failed" | "disabled";
-
-/**
- * Webhook endpoints and their outbox. Deliveries are written by the database itself, in the
- * statement that creates the plant (a trigger per engine); this store registers endpoints,
- * reads the log and lets a dispatcher claim and record attempts.
- */
-export interface WebhookStore {
-  /** The new endpoint, or undefined when the owner already has `max` of them. */
-  register(
-    ownerId: number,
-    url: string,
-    secret: string,
-    max: number,
-  ): Promise<(WebhookEndpoint & { secret: string }) | undefined>;
-  list(ownerId: number): MaybePromise<WebhookEndpoint[]>;
-  /** True when the owner had the endpoint and it is gone now, with its deliveries. */
-  remove(ownerId: number, id: number): Promise<boolean>;
-  /**
-   * Up to `count` of an endpoint's deliveries in creation order, after the delivery `after`;
-   * "no-endpoint" when the endpoint is not the owner's, "unknown-after" when `after` is not
-   * one of its deliveries.
-   */
-  deliveries(
-    ownerId: number,
-    webhookId: number,
-    after: string | undefined,
-    count: number,
-  ): Promise<{ deliveries: DeliveryListing[]; more: boolean } | "no-endpoint" | "unknown-after">;
-  /**
-   * Claims up to `count` due deliveries for `leaseMs`: no other claim sees them until then, so
-   * with several instances each attempt is made by one of them.
-   */
-  claimDue(count: number, leaseMs: number): Promise<ClaimedDelivery[]>;
-  /** Records an attempt; a second record of the same attempt changes nothing. */
-  recordAttempt(record: AttemptRecord): Promise<void>;
-  /** Deliveries still to be made, over every endpoint. Grows with the outbox: not for a scrape. */
-  pendingCount(): Promise<number>;
-  /** An endpoint's failed deliveries (the CLI); undefined when there is no such endpoint. */
-  failedDeliveries(webhookId: number): Promise<Array<DeliveryListing & { lastError: string | null }> | undefined>;
-  /** Makes a failed delivery due again now (the CLI). */
-  redeliver(deliveryId: string): Promise<RedeliverOutcome>;
 }
 
 /** Counts requests per key; undefined to go ahead, else the whole seconds to wait. */

@@ -4,26 +4,16 @@ import type { Stores } from "../core/stores";
 import { openDatabase } from "./sqlite/client";
 import { createSqliteStores } from "./sqlite/stores";
 
-export interface OpenedStores {
-  stores: Stores;
-}
-
 /**
  * The one place the engine is picked, from DATABASE_URL's scheme: opens the database, brings its
  * schema up to date and builds the stores on it.
  */
-export async function openStores(config: StoreConfig, log: FaultLog): Promise<OpenedStores> {
+export async function openStores(config: StoreConfig, log: FaultLog): Promise<Stores> {
   const { database } = config;
   if (database.engine === "postgres") {
     const { openPostgresStores } = await import("./postgres/stores");
-    return { stores: await openPostgresStores(database, { log, maxInFlight: config.maxInFlight }) };
+    return openPostgresStores(database, { log, maxInFlight: config.maxInFlight });
   }
   const { sqlite } = openDatabase({ path: database.path, synchronous: config.synchronous });
-  return {
-    stores: createSqliteStores(sqlite, {
-      maxQueued: config.maxInFlight,
-      lockTimeoutMs: config.writeLockTimeoutMs,
-      log,
-    }),
-  };
+  return createSqliteStores(sqlite, { maxQueued: config.maxInFlight, lockTimeoutMs: config.writeLockTimeoutMs, log });
 }

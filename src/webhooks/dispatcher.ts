@@ -1,21 +1,10 @@
 import { type FaultLog, faultDetail } from "../core/fault";
 import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../core/stores";
 import type { AttemptResult as MetricResult } from "../ops/metrics";
+import { ATTEMPT_TIMEOUT_MS, LEASE_MS, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
+
 import { type AttemptResult, type Resolver, sendAttempt } from "./send";
 import { signedHeaders } from "./signing";
-
-/** A receiver's answer must come within this (SPEC: "a 2xx answer within 10 s"). */
-export const ATTEMPT_TIMEOUT_MS = 10_000;
-/**
- * How long a claimed delivery stays invisible to other claims: twice the longest attempt (10 s,
- * the address check included), so the attempt and its record normally end well inside it and
- * each attempt is made once; short enough that one cut off by a crash is due again well within
- * SPEC's 30 s of a restart. A record delayed past it (a database stalling for 10 s) can let
- * another instance make the attempt again: at-least-once, as receivers are told.
- */
-export const LEASE_MS = 20_000;
-/** How often the service looks for due deliveries when nothing wakes it (a redelivery waits this at most). */
-export const POLL_MS = 1_000;
 
 export interface DispatcherMetrics {
   webhookAttempt(result: MetricResult, seconds: number): void;
@@ -36,39 +25,8 @@ export interface DispatcherOptions {
   resolve?: Resolver;
   clock?: () => number;
   random?: () => number;
-  /** How often the pending gauge is read from the database. */
+  /** How often the pending gauge is read: counting grows with the outbox, so never on a scrape. */
   pendingEveryMs?: number;
-}
-
-/** Wakes after a created plant come at most this often: a burst of creates costs one claim each 25 ms. */
-const WAKE_SPACING_MS = 25;
-
-/** The wait before retry `n` (1-based): the configured delay ±10 %, and never less than Retry-After asked. */
-export function retryDelay(
-  delays: readonly number[],
-  attempt: number,
-  retryAfterMs: number | undefined,
-  random: () => number,
-): number | undefined {
-  const base = delays[attempt - 1];
-  if (base === undefined) return undefined;
-  const jittered = Math.round(base * (0.9 + 0.2 * random()));
-  return Math.max(jittered, retryAfterMs ?? 0);
-}
-
-/** What one attempt's result makes of its delivery, and when it is tried next. */
-export function outcomeOf(
-  result: AttemptResult,
-  attempt: number,
-  delays: readonly number[],
-  random: () => number,
-): { outcome: DeliveryStatus; retryInMs: number | undefined } {
-  const status = result.status;
-  if (status !== undefined && status >= 200 && status < 300) return { outcome: "delivered", retryInMs: undefined };
-  // 410 Gone: the receiver asks for no more; the endpoint is disabled with it (the attempt trigger).
-  if (status === 410) return { outcome: "failed", retryInMs: undefined };
-  const retryInMs = retryDelay(delays, attempt, result.retryAfterMs, random);
-  return retryInMs === undefined ? { outcome: "failed", retryInMs } : { outcome: "pending", retryInMs };
 }
 
 /**
@@ -91,7 +49,6 @@ export function createDispatcher({
   resolve,
   clock = Date.now,
   random = Math.random,
-  // Counting grows with the outbox: read beside the polls, at most this often, never on a scrape.
   pendingEveryMs = 5_000,
 }: DispatcherOptions) {
   let inFlight = 0;

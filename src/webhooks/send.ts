@@ -1,4 +1,6 @@
 import type { IncomingMessage } from "node:http";
+import http from "node:http";
+import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { deadlineOf, raceSignal, reasonOf } from "./failure";
 import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
@@ -71,7 +73,7 @@ export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   try {
     const url = parse(input.url);
     const target = await raceSignal(checkedAddress(url, input), deadline.signal);
-    const client = await clientFor(url);
+    const client = clientFor(url);
     const answer = await exchange(client, url, target, input, deadline.signal);
     const retry = retryAfterMs(answer.retryAfter);
     return { status: answer.status, durationMs: durationMs(), ...(retry === undefined ? {} : { retryAfterMs: retry }) };
@@ -93,14 +95,9 @@ function parse(text: string): URL {
   return url;
 }
 
-type Client = Pick<typeof import("node:http"), "request">;
+type Client = Pick<typeof http, "request">;
 
-/**
- * node:http and node:https are loaded with the first attempt, not at start: together they were
- * about 7 ms of a cold start, and most starts have no delivery due.
- */
-const clientFor = (url: URL): Promise<Client> =>
-  url.protocol === "https:" ? import("node:https") : import("node:http");
+const clientFor = (url: URL): Client => (url.protocol === "https:" ? https : http);
 
 /**
  * POSTs to the pinned address; no redirect is followed (node:http never does). `agent: false`

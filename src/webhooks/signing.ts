@@ -1,10 +1,7 @@
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com): secrets are `whsec_` + the
  * base64 of 32 random bytes, and a delivery is signed with HMAC-SHA256 over
- * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the decoded bytes. Bun's own HMAC and
- * Web Crypto's random bytes rather than node:crypto's, whose loading cost every start about
- * 6 ms (a bytecode bundle importing createHmac and randomBytes against an empty one, with
- * `farm-bench -n 15 --vs 'bun empty.js' -- bun crypto.js`: 13 against 6.5 ms).
+ * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the decoded bytes.
  */
 const SECRET_PREFIX = "whsec_";
 const SECRET_BYTES = 32;

@@ -1,9 +1,9 @@
 import { Database } from "bun:sqlite";
-import type { BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import type { SynchronousMode } from "../../core/database";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "./migrations";
 import { refuseForeignDatabase } from "./ownership";
-import type * as schema from "./schema";
+import * as schema from "./schema";
 
 export interface DatabaseOptions {
   path: string;
@@ -17,7 +17,7 @@ export interface DatabaseOptions {
   readonly?: boolean;
 }
 
-/** Drizzle's view of the database, for the CLI's and the tests' queries; the stores run SQL texts. */
+/** Drizzle's view of the database, for migrations, the CLI's and the tests' queries; the stores run queries.ts. */
 export type AppDatabase = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
 /** Folds the WAL back into the main file so the database is one self-contained file. */
@@ -26,26 +26,9 @@ export function closeDatabase(sqlite: Database): void {
   sqlite.close();
 }
 
-/**
- * Drizzle is loaded on first use, not with this module: no query a server start runs goes
- * through it (the SQL is written at build time), and loading drizzle-orm with the schema took
- * about 2.5 ms of every start (bytecode bundles against an empty one with farm-bench).
- */
-function wrap(sqlite: Database): AppDatabase {
-  const { drizzleView } = require("./drizzle-view") as typeof import("./drizzle-view");
-  return drizzleView(sqlite);
-}
-
-/** `sqlite`, and Drizzle's view of it made when first asked for. */
-function opened(sqlite: Database): { sqlite: Database; readonly db: AppDatabase } {
-  let db: AppDatabase | undefined;
-  return {
-    sqlite,
-    get db() {
-      db ??= wrap(sqlite);
-      return db;
-    },
-  };
+/** `sqlite`, and Drizzle's view of it (migrations, the CLI, tests). */
+function opened(sqlite: Database): { sqlite: Database; db: AppDatabase } {
+  return { sqlite, db: drizzle({ client: sqlite, schema }) as AppDatabase };
 }
 
 /**
@@ -68,8 +51,6 @@ export function openDatabase({ path, synchronous, migrate = true, readonly = fal
     sqlite.run(`PRAGMA synchronous = ${synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
     const database = opened(sqlite);
-    // Two reads answer "up to date" at every start but the first after an upgrade; Drizzle's
-    // migrator, which would find nothing to do either, took about 2 ms to say so.
     if (migrate && migrationStatus(sqlite, EMBEDDED_MIGRATIONS).pending.length > 0) {
       applyMigrations(database.db, EMBEDDED_MIGRATIONS);
     }

@@ -21,24 +21,20 @@ interface PendingWrite {
   queuedAt: number;
 }
 
+/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
+const PROBE_EVERY_MS = 1_000;
 /** Lock retries back off from 1 ms to this, so a long-held lock costs a few polls a second. */
 const MAX_LOCK_POLL_MS = 50;
 /** Store problems that make writes fail until something changes outside the process. */
 const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]);
 
 /**
- * Group commit. With synchronous=FULL every commit waits for an fsync; writes that arrive
- * together share one transaction and one fsync, and each caller still gets its own result,
- * only once the commit is durable.
- *
- * Each write is a single statement, so a write that fails is undone by SQLite on its own and
- * the others go on. An error that ends the whole transaction (disk full, I/O) fails every
- * write of the batch: nothing is acknowledged that was not committed.
- *
- * The event loop never waits for a lock: the connection's busy timeout is set to 0, and when
- * another connection (the CLI, a backup tool, a sqlite3 shell) holds the write lock, the batch
- * is retried on a timer with backoff while reads go on. A write that has waited
- * `lockTimeoutMs` is refused with a "busy" StoreUnavailable.
+ * Group commit (docs/decisions/0001-group-commit.md): writes that arrive together share one
+ * transaction and one fsync; each caller gets its own result, once the commit is durable. A
+ * write is one statement (or a savepoint), so one that fails is undone alone; an error that
+ * ends the whole transaction (disk full, I/O) fails the batch: nothing unacknowledged is kept.
+ * The event loop never waits for a lock: another connection's write lock is waited for on a
+ * timer with backoff, and a write that has waited `lockTimeoutMs` gets a "busy" StoreUnavailable.
  */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
   const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
@@ -51,6 +47,10 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   let firstQueuedAt = 0;
   let lockPolls = 0;
   let problem: StoreFailureKind | undefined;
+  let probedAt = Number.NEGATIVE_INFINITY;
+  const userVersion = sqlite.prepare<{ user_version: number }, []>("PRAGMA user_version");
+  /** Rewrites the header with the value it holds: a real write that changes nothing. */
+  const probe = () => sqlite.run(`PRAGMA user_version = ${userVersion.get()?.user_version ?? 0}`);
 
   function setProblem(next: StoreFailureKind | undefined, error?: unknown) {
     if (next === problem) return;
@@ -171,8 +171,23 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
      */
     run,
 
-    /** Why writes are failing now (the last commit failed for lack of space, I/O or damage), if they are. */
-    problem: (): StoreFailureKind | undefined => problem,
+    /** Resolves once every write queued so far has been committed or refused. */
+    drain: (): Promise<unknown> =>
+      queue.length === 0 ? Promise.resolve() : run(() => undefined, { bookkeeping: true }).catch(() => {}),
+
+    /**
+     * Why writes are failing now (the last commit failed for lack of space, I/O or damage), if
+     * they are. While it is space or I/O, a write that changes nothing is tried now and then, so
+     * the answer turns healthy once the disk does, without waiting for a client's write.
+     */
+    problem(): StoreFailureKind | undefined {
+      const now = performance.now();
+      if ((problem === "full" || problem === "io") && now - probedAt >= PROBE_EVERY_MS) {
+        probedAt = now;
+        run(probe, { bookkeeping: true }).catch(() => {});
+      }
+      return problem;
+    },
   };
 }
 

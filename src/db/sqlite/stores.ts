@@ -1,18 +1,15 @@
 import type { Database } from "bun:sqlite";
-import type { SynchronousMode } from "../../core/database";
 import type { StoreFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { createRateLimiter } from "../../core/rate-limit";
 import type { Stores } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
-import { WRITE_SQL } from "./built-sql";
 import { closeDatabase } from "./client";
-import { storeFigures } from "./figures";
+import { createGroupCommit } from "./group-commit";
 import { createSqlitePlantStore } from "./plants";
+import { STATUS_SQL } from "./queries";
 import { createSqliteTokenStore } from "./tokens";
 import { createSqliteWebhookStore } from "./webhooks";
-import { startWorkerWriter } from "./worker-writer";
-import { inThreadWriter, type Writer } from "./writer";
 
 export interface SqliteStoreOptions {
   /** Writes waiting for their commit past which new ones get 503 (MAX_IN_FLIGHT). */
@@ -23,51 +20,37 @@ export interface SqliteStoreOptions {
   log: FaultLog;
 }
 
-/** The synchronous level the connection was opened with, for the writer's own connection. */
-function synchronousOf(sqlite: Database): SynchronousMode {
-  const level = sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
-  return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
-}
-
 /**
- * The stores on one SQLite database: writes go through one group commit, on a writer thread of
- * its own for a file; reads answer synchronously on the caller's thread, and the request
+ * The stores on one SQLite database: writes go through one group commit
+ * (docs/decisions/0001-group-commit.md), reads answer on the caller's thread, and the request
  * limiter is this process's own (one process owns the file).
  */
 export function createSqliteStores(
   sqlite: Database,
   { maxQueued, lockTimeoutMs, clock = Date.now, log }: SqliteStoreOptions,
 ): Stores {
-  const ping = sqlite.prepare("SELECT 1");
-  const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
-    problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
-  // A file gets a writer thread; `:memory:` cannot: no second connection can open it.
-  const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
-  const writes: Writer = !inMemory
-    ? startWorkerWriter({
-        path: sqlite.filename,
-        synchronous: synchronousOf(sqlite),
-        texts: WRITE_SQL,
-        maxQueued,
-        lockTimeoutMs,
-        onHealthChange,
-        onCrash: (error) =>
-          log(
-            "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
-            faultDetail(error),
-          ),
-      })
-    : inThreadWriter(sqlite, WRITE_SQL, { maxQueued, lockTimeoutMs, onHealthChange });
+  const ping = sqlite.prepare(STATUS_SQL.ping);
+  const size = sqlite.prepare<{ bytes: number }, []>(STATUS_SQL.databaseBytes);
+  const commit = createGroupCommit(sqlite, {
+    maxQueued,
+    lockTimeoutMs,
+    onHealthChange: (problem: StoreFailureKind | undefined, error?: unknown) =>
+      problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined),
+  });
   return {
     engine: "sqlite",
     synchronousReads: true,
-    plants: createSqlitePlantStore(sqlite, writes),
-    tokens: createSqliteTokenStore(sqlite, clock, writes),
-    webhooks: createSqliteWebhookStore(sqlite, writes, clock),
-    status: { ping: () => ping.get(), problem: writes.problem, figures: storeFigures(sqlite) },
+    plants: createSqlitePlantStore(sqlite, commit),
+    tokens: createSqliteTokenStore(sqlite, commit, clock),
+    webhooks: createSqliteWebhookStore(sqlite, commit, clock),
+    status: {
+      ping: () => ping.get(),
+      problem: commit.problem,
+      figures: { databaseBytes: () => size.get()?.bytes ?? 0 },
+    },
     requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
     async close() {
-      await writes.close();
+      await commit.drain();
       try {
         closeDatabase(sqlite);
       } catch (error) {

@@ -9,39 +9,36 @@ import {
   LAST_USED_GRANULARITY_MS,
   USER_NAME_RULE,
 } from "../../core/tokens";
-import { TOKEN_SQL, WRITE_SQL } from "./built-sql";
-import type { Writer } from "./writer";
+import type { GroupCommit } from "./group-commit";
+import { TOKEN_SQL } from "./queries";
 
 type Millis = number | null;
 const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
 
 /**
- * Tokens and their users on SQLite. With `writes` (the server's group commit), recording a
- * token's last use is bookkeeping done beside the request, never a write the request waits for
- * or fails on: a read must not fail because the disk is full or another process holds the
- * write lock. The answers are synchronous; the store interface's promises wrap them. The SQL
- * is Drizzle's, written at build time (token-sql.ts), run here as prepared statements.
+ * Tokens and their users on SQLite. Every write goes through group commit; recording a token's
+ * last use is bookkeeping done beside the request, never a write the request waits for or fails
+ * on: a read must not fail because the disk is full or another process holds the write lock.
  */
-export function createSqliteTokenStore(sqlite: Database, clock: Clock = Date.now, writes?: Writer): TokenStore {
+export function createSqliteTokenStore(sqlite: Database, commit: GroupCommit, clock: Clock = Date.now): TokenStore {
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
-  const anyToken = sqlite.prepare<unknown, [number]>(TOKEN_SQL.anyToken);
+  const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
   const insertUser = sqlite.prepare<unknown, [string, number]>(TOKEN_SQL.insertUser);
   const userByName = sqlite.prepare<unknown, [string]>(TOKEN_SQL.userByName);
   const insertToken = sqlite.prepare<unknown, [number, string, number]>(TOKEN_SQL.insertToken);
-  const touch = sqlite.prepare<unknown, [number, number]>(WRITE_SQL.touchToken.sql);
+  const touch = sqlite.prepare<unknown, [number, number]>(TOKEN_SQL.touch);
+  const revokedAt = sqlite.prepare<unknown, [number]>(TOKEN_SQL.revokedAt);
+  const revoke = sqlite.prepare<unknown, [number, number]>(TOKEN_SQL.revoke);
+  const list = sqlite.prepare<unknown, []>(TOKEN_SQL.list);
 
   /** Tokens whose last use is being recorded: one write each, however many requests come meanwhile. */
   const recording = new Set<number>();
 
   function recordUse(tokenId: number, now: number) {
-    if (!writes) {
-      touch.run(now, tokenId);
-      return;
-    }
     if (recording.has(tokenId)) return;
     recording.add(tokenId);
-    writes
-      .run("touchToken", [now, tokenId], { bookkeeping: true })
+    commit
+      .run(() => touch.run(now, tokenId), { bookkeeping: true })
       .catch(() => {})
       .finally(() => recording.delete(tokenId));
   }
@@ -59,11 +56,12 @@ export function createSqliteTokenStore(sqlite: Database, clock: Clock = Date.now
     return { id: row[0], user: userName, token };
   }
 
+  // Within group commit's transaction each of these is a savepoint: it fails alone.
   const issue = sqlite.transaction(issueWithin);
-  const bootstrap = sqlite.transaction(() => (anyToken.values(1).length > 0 ? undefined : issueWithin("admin")));
+  const bootstrap = sqlite.transaction(() => (anyToken.values().length > 0 ? undefined : issueWithin("admin")));
 
   return {
-    issue: async (userName) => issue.immediate(userName),
+    issue: (userName) => commit.run(() => issue(userName)),
 
     authenticate(token) {
       const row = findActive.values(hashToken(token))[0] as [number, number, Millis] | undefined;
@@ -74,10 +72,10 @@ export function createSqliteTokenStore(sqlite: Database, clock: Clock = Date.now
       return { id: userId, tokenId };
     },
 
-    bootstrap: async () => bootstrap.immediate(),
+    bootstrap: () => commit.run(() => bootstrap()),
 
     async list() {
-      const rows = sqlite.query(TOKEN_SQL.list).values() as Array<[number, string, number, Millis, Millis]>;
+      const rows = list.values() as Array<[number, string, number, Millis, Millis]>;
       return rows.map(([id, user, createdAt, lastUsedAt, revokedAt]) => ({
         id,
         user,
@@ -88,11 +86,13 @@ export function createSqliteTokenStore(sqlite: Database, clock: Clock = Date.now
     },
 
     async revoke(tokenId) {
-      const [row] = sqlite.query(TOKEN_SQL.revokedAt).values(tokenId) as Array<[Millis]>;
-      if (!row) return "not-found";
-      if (row[0] !== null) return "already-revoked";
-      sqlite.query(TOKEN_SQL.revoke).run(clock(), tokenId);
-      return "revoked";
+      return commit.run(() => {
+        const [row] = revokedAt.values(tokenId) as Array<[Millis]>;
+        if (!row) return "not-found";
+        if (row[0] !== null) return "already-revoked";
+        revoke.run(clock(), tokenId);
+        return "revoked";
+      });
     },
   };
 }

@@ -7,8 +7,8 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { ENDPOINT_COLUMNS } from "./endpoint-columns";
-import type { Writer } from "./writer";
+import type { GroupCommit } from "./group-commit";
+import { WEBHOOK_SQL as SQL } from "./queries";
 
 interface EndpointRow {
   id: number;
@@ -25,9 +25,6 @@ interface DeliveryRow {
   createdAt: number;
   nextAttemptAt: number | null;
 }
-
-const DELIVERY_COLUMNS =
-  "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
 
 const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
@@ -46,55 +43,36 @@ const toDelivery = (row: DeliveryRow): DeliveryListing => ({
 });
 
 /**
- * Webhook endpoints and the outbox on SQLite. Every write is one statement through group
- * commit (the plant trigger and the attempt trigger in drizzle/sqlite/0003 do the rest);
+ * Webhook endpoints and the outbox on SQLite. Every write is one statement through group commit;
  * the dispatcher's writes are bookkeeping, so they never take a client's place in the queue.
- * Reads answer synchronously.
  */
-export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock: () => number): WebhookStore {
-  const listOwn = sqlite.prepare<EndpointRow, [number]>(
-    `SELECT ${ENDPOINT_COLUMNS} FROM webhooks WHERE owner_id = ? ORDER BY id`,
-  );
-  const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(
-    "SELECT id FROM webhooks WHERE owner_id = ? AND id = ?",
-  );
-  const seqOf = sqlite.prepare<{ seq: number }, [number, string]>(
-    "SELECT seq FROM webhook_deliveries WHERE webhook_id = ? AND id = ?",
-  );
-  const page = sqlite.prepare<DeliveryRow, [number, number, number]>(
-    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-  );
-  // Most polls find nothing due: a read answers that without a write.
-  const anyDue = sqlite.prepare<{ due: number }, [number]>(
-    "SELECT 1 AS due FROM webhook_deliveries WHERE next_attempt_at <= ? LIMIT 1",
-  );
-  const endpointSecret = sqlite.prepare<{ url: string; secret: string }, [number]>(
-    "SELECT url, secret FROM webhooks WHERE id = ?",
-  );
-  const pending = sqlite.prepare<{ n: number }, []>(
-    "SELECT count(*) AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
-  );
-  const endpointExists = sqlite.prepare<{ id: number }, [number]>("SELECT id FROM webhooks WHERE id = ?");
-  const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(
-    `SELECT ${DELIVERY_COLUMNS},
-       (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS lastError
-     FROM webhook_deliveries d WHERE webhook_id = ? AND status = 'failed' ORDER BY seq`,
-  );
-  const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(
-    `SELECT d.status, w.disabled_at AS disabledAt FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-     WHERE d.id = ?`,
-  );
+export function createSqliteWebhookStore(sqlite: Database, commit: GroupCommit, clock: () => number): WebhookStore {
+  const listOwn = sqlite.prepare<EndpointRow, [number]>(SQL.listOwn);
+  const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
+  const register = sqlite.prepare<EndpointRow, [number, string, string, number, number]>(SQL.register);
+  const remove = sqlite.prepare<{ id: number }, [number, number]>(SQL.remove);
+  const seqOf = sqlite.prepare<{ seq: number }, [number, string]>(SQL.seqOf);
+  const page = sqlite.prepare<DeliveryRow, [number, number, number]>(SQL.page);
+  const anyDue = sqlite.prepare<{ due: number }, [number]>(SQL.anyDue);
+  const claim = sqlite.prepare<Omit<ClaimedDelivery, "url" | "secret">, [number, number, number]>(SQL.claim);
+  const endpointSecret = sqlite.prepare<{ url: string; secret: string }, [number]>(SQL.endpointSecret);
+  const recordAttempt = sqlite.prepare<unknown, Array<string | number | null>>(SQL.recordAttempt);
+  const pending = sqlite.prepare<{ n: number }, []>(SQL.pending);
+  const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
+  const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
+  const redeliver = sqlite.prepare<{ status: string }, [number, string]>(SQL.redeliver);
+  const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
 
   return {
     async register(ownerId, url, secret, max) {
-      const row = await writes.run("registerWebhook", [ownerId, url, secret, clock(), max]);
+      const row = await commit.run(() => register.get(ownerId, url, secret, clock(), max));
       return row ? { ...toEndpoint(row), secret } : undefined;
     },
 
     list: (ownerId) => listOwn.all(ownerId).map(toEndpoint),
 
     async remove(ownerId, id) {
-      return Boolean(await writes.run("removeWebhook", [ownerId, id]));
+      return Boolean(await commit.run(() => remove.get(ownerId, id)));
     },
 
     async deliveries(ownerId, webhookId, after, count) {
@@ -114,7 +92,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     async claimDue(count, leaseMs) {
       const now = clock();
       if (!anyDue.get(now)) return [];
-      const rows = await writes.run("claimDeliveries", [now + leaseMs, now, count], { bookkeeping: true });
+      const rows = await commit.run(() => claim.all(now + leaseMs, now, count), { bookkeeping: true });
       const claimed: ClaimedDelivery[] = [];
       for (const row of rows) {
         const endpoint = endpointSecret.get(row.webhookId);
@@ -124,20 +102,17 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     async recordAttempt(a) {
-      await writes.run(
-        "recordAttempt",
-        [
-          a.deliverySeq,
-          a.attempt,
-          a.at,
-          a.statusCode ?? null,
-          Math.round(a.durationMs),
-          a.error ?? null,
-          a.outcome,
-          a.retryInMs === undefined ? null : Math.round(a.retryInMs),
-        ],
-        { bookkeeping: true },
-      );
+      const values = [
+        a.deliverySeq,
+        a.attempt,
+        a.at,
+        a.statusCode ?? null,
+        Math.round(a.durationMs),
+        a.error ?? null,
+        a.outcome,
+        a.retryInMs === undefined ? null : Math.round(a.retryInMs),
+      ];
+      await commit.run(() => recordAttempt.run(...values), { bookkeeping: true });
     },
 
     pendingCount: async () => pending.get()?.n ?? 0,
@@ -148,7 +123,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     async redeliver(deliveryId): Promise<RedeliverOutcome> {
-      if (await writes.run("redeliver", [clock(), deliveryId])) return "queued";
+      if (await commit.run(() => redeliver.get(clock(), deliveryId))) return "queued";
       const state = deliveryState.get(deliveryId);
       if (!state) return "not-found";
       return state.disabledAt !== null ? "disabled" : "not-failed";

@@ -1,0 +1,94 @@
+import { getTableColumns } from "drizzle-orm";
+import type { PlantFilter } from "../../core/stores";
+import { plants } from "./schema";
+
+/*
+ * Every statement the SQLite stores run, as SQL text; the stores prepare each once when they
+ * open. A bound value in a WHERE or LIMIT is written `(?n + 0)` or `(?n || '')`: alone, it makes
+ * SQLite re-prepare the statement on every run (docs/decisions/0004-sqlite-bound-expressions.md).
+ */
+
+/** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
+export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
+  .filter(([field]) => field !== "ownerId")
+  .map(([field, column]) => ({ field, column: column.name }));
+const PLANT_COLUMNS = PLANT_FIELDS.map(({ field, column }) => (field === column ? column : `${column} AS "${field}"`));
+const SELECT_PLANT = PLANT_COLUMNS.join(", ");
+
+/** One list statement per filter shape; it binds the owner, then the tag, the cursor and the row count. */
+export function listSql({ tag, after }: PlantFilter, idsOnly: boolean): string {
+  const where = ["owner_id = (?1 + 0)"];
+  if (tag !== undefined) where.push("tag = (?2 || '')");
+  if (after !== undefined) where.push("id > (?3 + 0)");
+  return `SELECT ${idsOnly ? "id" : SELECT_PLANT} FROM plants WHERE ${where.join(" AND ")} ORDER BY id LIMIT (?4 + 0)`;
+}
+
+export const PLANT_SQL = {
+  get: `SELECT ${SELECT_PLANT} FROM plants WHERE owner_id = ?1 AND id = ?2`,
+  insert: `INSERT INTO plants (owner_id, ${PLANT_FIELDS.map(({ column }) => column).join(", ")})
+    VALUES (?1, ${PLANT_FIELDS.map((_, i) => `?${i + 2}`).join(", ")})
+    ON CONFLICT DO NOTHING RETURNING ${SELECT_PLANT}`,
+  delete: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 RETURNING id",
+};
+
+export const TOKEN_SQL = {
+  /** hash → [tokenId, userId, lastUsedAt]: every request runs it. */
+  findActive: "SELECT id, user_id, last_used_at FROM tokens WHERE hash = (?1 || '') AND revoked_at IS NULL",
+  anyToken: "SELECT id FROM tokens LIMIT 1",
+  insertUser: "INSERT INTO users (name, created_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+  userByName: "SELECT id FROM users WHERE name = ?1",
+  insertToken: "INSERT INTO tokens (user_id, hash, created_at) VALUES (?1, ?2, ?3) RETURNING id",
+  /** [id, user name, createdAt, lastUsedAt, revokedAt] in id order. */
+  list: `SELECT t.id, u.name, t.created_at, t.last_used_at, t.revoked_at
+    FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
+  revokedAt: "SELECT revoked_at FROM tokens WHERE id = ?1",
+  revoke: "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2",
+  touch: "UPDATE tokens SET last_used_at = ?1 WHERE id = ?2",
+};
+
+const ENDPOINT = "id, url, created_at AS createdAt, disabled_at AS disabledAt";
+const DELIVERY =
+  "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
+
+/**
+ * Webhook endpoints and the outbox. A created plant's deliveries are written by a trigger on
+ * plants, and recording an attempt applies it by a trigger on webhook_attempts (drizzle/sqlite/0003).
+ */
+export const WEBHOOK_SQL = {
+  listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = ?1 ORDER BY id`,
+  ownEndpoint: "SELECT id FROM webhooks WHERE owner_id = ?1 AND id = ?2",
+  /** The count and the insert are one statement: one writer at a time, so the cap holds. */
+  register: `INSERT INTO webhooks (owner_id, url, secret, created_at)
+    SELECT ?1, ?2, ?3, ?4 WHERE (SELECT count(*) FROM webhooks WHERE owner_id = ?1) < ?5
+    RETURNING ${ENDPOINT}`,
+  remove: "DELETE FROM webhooks WHERE owner_id = ?1 AND id = ?2 RETURNING id",
+  seqOf: "SELECT seq FROM webhook_deliveries WHERE webhook_id = ?1 AND id = ?2",
+  page: `SELECT ${DELIVERY} FROM webhook_deliveries WHERE webhook_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
+  /** Most polls find nothing due: a read answers that without a write. */
+  anyDue: "SELECT 1 AS due FROM webhook_deliveries WHERE next_attempt_at <= ?1 LIMIT 1",
+  claim: `UPDATE webhook_deliveries SET next_attempt_at = ?1
+    WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
+    RETURNING seq, id, webhook_id AS webhookId, payload, attempts`,
+  endpointSecret: "SELECT url, secret FROM webhooks WHERE id = ?1",
+  /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
+  recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
+    ON CONFLICT DO NOTHING`,
+  pending: "SELECT count(*) AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+  endpointExists: "SELECT id FROM webhooks WHERE id = ?1",
+  failed: `SELECT ${DELIVERY},
+      (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS lastError
+    FROM webhook_deliveries d WHERE webhook_id = ?1 AND status = 'failed' ORDER BY seq`,
+  redeliver: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?1
+    WHERE id = ?2 AND status = 'failed' AND (SELECT disabled_at FROM webhooks WHERE webhooks.id = webhook_id) IS NULL
+    RETURNING status`,
+  deliveryState: `SELECT d.status, w.disabled_at AS disabledAt FROM webhook_deliveries d
+    JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ?1`,
+};
+
+export const STATUS_SQL = {
+  ping: "SELECT 1",
+  /** Two pragmas from the database header: the same cost at 10 plants or 10 million. */
+  databaseBytes: "SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()",
+  userVersion: "PRAGMA user_version",
+};
