@@ -41,10 +41,10 @@ describe.if(onSqlite)("the list query walks an index in id order: no scan, no so
     ],
   ])("%p", (options, detail) => {
     const { sql, details } = planOf(options);
-    // A tagged page is read from its index alone while the index holds every column it reads.
-    expect(details.map((d) => d.replace("COVERING INDEX", "INDEX"))).toEqual([
-      detail.replace("COVERING INDEX", "INDEX"),
-    ]);
+    // A page of plants is read from a covering index only while that index holds every column
+    // (a new column changes that, not the walk); an id walk always is.
+    const loose = (text: string) => ((options as ListShape).idsOnly ? text : text.replace("COVERING INDEX", "INDEX"));
+    expect(details.map(loose)).toEqual([loose(detail)]);
     expect(sql).toContain("LIMIT (?4 + 0)");
   });
 });
