@@ -63,10 +63,6 @@ function refuseEarly(request: Request): Response | undefined {
   return undefined;
 }
 
-// Elysia reads hook and handler source to decide what to compile as async: "return f(" or
-// "=> f(" makes it assume a promise, which every request then pays for. Hooks on the hot
-// path keep their calls out of return position.
-
 const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
@@ -115,7 +111,6 @@ export function createApp({
       plantRoutes({
         plants,
         tokens,
-        synchronousReads: stores.synchronousReads,
         limits,
         body,
         notes: ops.notes,
@@ -129,14 +124,12 @@ export function createApp({
             }
           : ops.metrics,
         log: storeFaultLog,
-        answerFault,
       }),
     )
     .use(
       webhookRoutes({
         webhooks: stores.webhooks,
         tokens,
-        synchronousReads: stores.synchronousReads,
         limits,
         body,
         notes: ops.notes,
@@ -146,8 +139,7 @@ export function createApp({
       }),
     );
   routeTable.routes = app.routes;
-  // The listener answers with it a promise Elysia let reject (src/server.ts).
-  return Object.assign(app, { answerFault });
+  return app;
 }
 
 export type App = ReturnType<typeof createApp>;

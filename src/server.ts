@@ -34,23 +34,14 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
     return response;
   }
 
-  /**
-   * Counts what is in flight, for the drain; the cap on work is the store's (MAX_IN_FLIGHT).
-   * A promise that rejects is answered as the error handler would answer its fault: Elysia
-   * awaits a handler only when its reading of the handler's source says async, and when it
-   * guesses wrong (it did for GET /plants/{id} on PostgreSQL from the start bundle) the
-   * rejection escapes its error handler, and Bun's would answer 500.
-   */
-  function counted(request: Request): Response | Promise<Response> {
-    const result = app.fetch(request);
-    // A synchronous answer (most reads) is done before anything else runs: nothing to count.
-    if (!(result instanceof Promise)) return result;
+  /** Counts what is in flight, for the drain; the cap on work is the store's (MAX_IN_FLIGHT). */
+  async function counted(request: Request): Promise<Response> {
     inFlight++;
-    return result
-      .catch((error: unknown) => app.answerFault(error, request))
-      .finally(() => {
-        inFlight--;
-      });
+    try {
+      return await app.fetch(request);
+    } finally {
+      inFlight--;
+    }
   }
 
   const observe = { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes };

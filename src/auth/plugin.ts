@@ -42,44 +42,25 @@ function tooMany(retryAfter: number, message: string): HttpError {
 /**
  * The user behind the request's bearer token, decided from the headers alone. A client
  * address whose failures used up their budget is refused before its token is even looked at,
- * so guessing tokens is slowed down whatever it guesses. Synchronous when the stores answer
- * at once (SQLite), a promise otherwise.
+ * so guessing tokens is slowed down whatever it guesses; a found user goes ahead unless their
+ * token's request budget is spent.
  */
-export function authenticateRequest(
+export async function authenticateRequest(
   tokens: TokenStore,
   limits: AuthLimits,
   request: Request,
   clientOf: () => string | undefined = () => undefined,
-): AuthenticatedUser | Promise<AuthenticatedUser> {
+): Promise<AuthenticatedUser> {
   const client = () => clientOf() ?? "unknown";
   const blockedFor = limits.failuresPerClient.isEmpty() ? undefined : limits.failuresPerClient.spent(client());
   if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
   const token = bearerToken(request.headers.get("authorization"));
-  if (token === undefined) {
-    limits.failuresPerClient.take(client());
-    throw unauthorized(false);
-  }
-  const found = tokens.authenticate(token);
-  if (found instanceof Promise) return found.then((user) => admit(user, limits, client));
-  return admit(found, limits, client);
-}
-
-/** A found user goes ahead unless their token's request budget is spent. */
-function admit(
-  user: AuthenticatedUser | undefined,
-  limits: AuthLimits,
-  client: () => string,
-): AuthenticatedUser | Promise<AuthenticatedUser> {
+  const user = token === undefined ? undefined : await tokens.authenticate(token);
   if (!user) {
     limits.failuresPerClient.take(client());
-    throw unauthorized(true);
+    throw unauthorized(token !== undefined);
   }
-  const retryAfter = limits.perToken.take(user.tokenId);
-  if (retryAfter instanceof Promise) return retryAfter.then((wait) => withinBudget(user, wait));
-  return withinBudget(user, retryAfter);
-}
-
-function withinBudget(user: AuthenticatedUser, retryAfter: number | undefined): AuthenticatedUser {
+  const retryAfter = await limits.perToken.take(user.tokenId);
   if (retryAfter !== undefined) throw tooMany(retryAfter, "Too many requests with this token");
   return user;
 }
@@ -89,21 +70,11 @@ function withinBudget(user: AuthenticatedUser, retryAfter: number | undefined): 
  * macro) because it runs before the body is read (see jsonBody): a caller without a valid
  * token gets 401 at once, without its body being read, and never feedback on it.
  */
-export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes, synchronous: boolean) {
-  // Elysia awaits a hook it judges async (by its source) and calls the others plainly: on
-  // SQLite every answer is at hand, and a promise per request would cost the hot path.
-  if (synchronous) {
-    return new Elysia().derive({ as: "scoped" }, ({ request }) => {
-      const note = notes.get(request);
-      const user = authenticateRequest(tokens, limits, request, note?.client) as AuthenticatedUser;
-      // The access log names the user; the note exists only when the request is observed.
-      if (note) note.userId = user.id;
-      return { user };
-    });
-  }
+export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
   return new Elysia().derive({ as: "scoped" }, async ({ request }) => {
     const note = notes.get(request);
     const user = await authenticateRequest(tokens, limits, request, note?.client);
+    // The access log names the user; the note exists only when the request is observed.
     if (note) note.userId = user.id;
     return { user };
   });

@@ -1,9 +1,7 @@
 /**
  * What the app needs from a database, whatever the engine: the app is built from these
- * (`createApp({ stores })`) and never sees a database handle. An engine answers synchronously
- * where it can (SQLite reads: a promise per request costs the hot path), so reads return
- * `T | Promise<T>`; writes always settle later (group commit on SQLite, the network on
- * PostgreSQL).
+ * (`createApp({ stores })`) and never sees a database handle. Every call answers with a promise
+ * (docs/decisions/0005-async-reads.md); writes settle once durable.
  */
 
 import type { StoreFailureKind } from "./failures";
@@ -18,8 +16,6 @@ import type { AuthenticatedUser, Clock, IssuedToken } from "./tokens";
 export interface StoreFigures {
   databaseBytes(): number;
 }
-
-export type MaybePromise<T> = T | Promise<T>;
 
 /** How many plants one step of a long list reads; about 30 KiB of JSON. */
 export const LIST_CHUNK_SIZE = 1000;
@@ -48,14 +44,14 @@ export interface PlantStore {
    * whether more match past them; `upTo` drops plants past that id. One statement: nothing
    * stays open between the steps of a long list.
    */
-  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): MaybePromise<PlantPage>;
+  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): Promise<PlantPage>;
   /**
    * The id of the `count`-th matching plant and whether more match past it; undefined when
    * fewer than `count` match. Walks the index in steps, letting other requests run between them.
    */
   nthId(ownerId: number, filter: PlantFilter, count: number): Promise<{ id: bigint; more: boolean } | undefined>;
   /** One of the owner's plants, or undefined when they have none with this id. */
-  getPlant(ownerId: number, id: bigint): MaybePromise<Plant | undefined>;
+  getPlant(ownerId: number, id: bigint): Promise<Plant | undefined>;
   /** True when the owner had the plant and it is gone now. */
   deletePlant(ownerId: number, id: bigint): Promise<boolean>;
 }
@@ -74,7 +70,7 @@ export type RevokeOutcome = "revoked" | "already-revoked" | "not-found";
 /** Users and their bearer tokens; only hashes are stored. */
 export interface TokenStore {
   /** The user behind a token, or undefined for an unknown or revoked one. */
-  authenticate(token: string): MaybePromise<AuthenticatedUser | undefined>;
+  authenticate(token: string): Promise<AuthenticatedUser | undefined>;
   /** A new token for `userName`, created with the user when needed. */
   issue(userName: string): Promise<IssuedToken>;
   /** First start only: a database that has never held a token gets one for `admin`, once. */
@@ -86,13 +82,13 @@ export interface TokenStore {
 
 /** Counts requests per key; undefined to go ahead, else the whole seconds to wait. */
 export interface RequestLimiter {
-  take(key: number): MaybePromise<number | undefined>;
+  take(key: number): Promise<number | undefined>;
 }
 
 /** What readiness and metrics ask of the store. */
 export interface StoreStatus {
   /** Runs a trivial query; throws (or rejects) when the database does not answer. */
-  ping(): MaybePromise<unknown>;
+  ping(): Promise<unknown>;
   /** Why writes are failing now (out of space, I/O, damage), if they are. */
   problem(): StoreFailureKind | undefined;
   figures: StoreFigures;
@@ -100,8 +96,6 @@ export interface StoreStatus {
 
 export interface Stores {
   engine: "sqlite" | "postgres";
-  /** Whether reads (authenticate, listPage, getPlant) answer synchronously. */
-  synchronousReads: boolean;
   plants: PlantStore;
   tokens: TokenStore;
   webhooks: WebhookStore;

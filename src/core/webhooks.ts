@@ -61,7 +61,7 @@ export interface WebhookStore {
     secret: string,
     max: number,
   ): Promise<(WebhookEndpoint & { secret: string }) | undefined>;
-  list(ownerId: number): WebhookEndpoint[] | Promise<WebhookEndpoint[]>;
+  list(ownerId: number): Promise<WebhookEndpoint[]>;
   /** True when the owner had the endpoint and it is gone now, with its deliveries. */
   remove(ownerId: number, id: number): Promise<boolean>;
   /**

@@ -93,9 +93,7 @@ export interface FaultResponderOptions {
 /**
  * The Error body for a fault thrown by a handler or a store: an HttpError as it says, a store
  * failure as its kind (logged when it is damage, I/O or a lost database), anything else 500,
- * logged. The error handler below answers with it, and so do the list route and the listener
- * (src/server.ts) for a promise whose handler Elysia compiled as synchronous: Elysia does not
- * catch that rejection.
+ * logged. The error handler below answers with it.
  */
 export function faultResponder({ log, health }: FaultResponderOptions) {
   return (error: unknown, request?: Request): Response => {

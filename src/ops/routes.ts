@@ -12,7 +12,7 @@ export interface Lifecycle {
 export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
   /** Runs a trivial query; throws (or rejects) when the database does not answer. */
-  pingDatabase(): unknown;
+  pingDatabase(): Promise<unknown>;
   /** Why writes are failing now (out of space, I/O, damage), if they are. */
   storeProblem(): StoreFailureKind | undefined;
   /** Damage seen by any query keeps the service unready until a restart. */
@@ -41,8 +41,7 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
 const PING_DEADLINE_MS = 2_000;
 
 /** `value`, or a rejection once `ms` have passed without it. */
-async function withDeadline(value: unknown, ms: number): Promise<unknown> {
-  if (!(value instanceof Promise)) return value;
+async function withDeadline(value: Promise<unknown>, ms: number): Promise<unknown> {
   let timer: Timer | undefined;
   const late = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);

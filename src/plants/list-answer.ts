@@ -1,6 +1,5 @@
 import type { Plant } from "../core/plant";
 import type { PlantFilter, PlantPage, PlantStore } from "../core/stores";
-import type { FaultResponder } from "../http/errors";
 
 /** The list route's content type, as Elysia writes it for an array. */
 const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
@@ -47,36 +46,13 @@ export interface ListRequest {
   onFault: (error: unknown) => void;
 }
 
-/**
- * A page of at most one chunk, answered at once (the hot path): the plants, and the `next`
- * link when more match past them.
- */
-export function shortPage(plants: PlantStore, { ownerId, filter, limit }: ListRequest & { limit: number }) {
-  const page = plants.listPage(ownerId, filter, limit);
-  if (page instanceof Promise) return page.then((ready) => linked(ready, limit, filter.tag));
-  return linked(page, limit, filter.tag);
-}
-
-type Page = { plants: Plant[]; link?: string };
-
-/** Puts a page's `next` link on the response and answers its plants. */
-export function withLink(
-  set: { headers: Record<string, string | number> },
-  page: Page | Promise<Page>,
-  answerFault: FaultResponder,
-  request: Request,
-): Plant[] | Promise<Plant[] | Response> {
-  if (page instanceof Promise) {
-    return page
-      .then((ready) => withLink(set, ready, answerFault, request) as Plant[])
-      .catch((error: unknown) => answerFault(error, request));
-  }
-  if (page.link) set.headers.link = page.link;
-  return page.plants;
-}
-
-function linked(page: PlantPage, limit: number, tag: string | undefined): { plants: Plant[]; link?: string } {
-  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, tag) : undefined;
+/** A page of at most one chunk (the hot path): the plants, and the `next` link when more match past them. */
+export async function shortPage(
+  plants: PlantStore,
+  { ownerId, filter, limit }: ListRequest & { limit: number },
+): Promise<{ plants: Plant[]; link?: string }> {
+  const page = await plants.listPage(ownerId, filter, limit);
+  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag) : undefined;
   return { plants: page.plants, link };
 }
 
@@ -95,29 +71,17 @@ function linked(page: PlantPage, limit: number, tag: string | undefined): { plan
  * the stream is aborted, which the client sees as a cut-off body. A client that goes away
  * cancels the stream, and no further step is read.
  */
-export function longList(plants: PlantStore, request: ListRequest): Plant[] | Response | Promise<Plant[] | Response> {
+export async function longList(plants: PlantStore, request: ListRequest): Promise<Plant[] | Response> {
   const { ownerId, filter, limit } = request;
-  if (limit === undefined) return streamed(plants, request, undefined, undefined);
-  return plants.nthId(ownerId, filter, limit).then((end) => {
-    const link = end?.more ? nextLink(limit, end.id, filter.tag) : undefined;
-    return streamed(plants, request, end?.id, link);
-  });
-}
-
-function streamed(
-  plants: PlantStore,
-  request: ListRequest,
-  upTo: bigint | undefined,
-  link: string | undefined,
-): Plant[] | Response | Promise<Plant[] | Response> {
-  const first = plants.listPage(
-    request.ownerId,
-    request.filter,
-    Math.min(plants.listChunkSize, request.limit ?? Number.POSITIVE_INFINITY),
-    upTo,
+  const end = limit === undefined ? undefined : await plants.nthId(ownerId, filter, limit);
+  const link = end?.more && limit !== undefined ? nextLink(limit, end.id, filter.tag) : undefined;
+  const first = await plants.listPage(
+    ownerId,
+    filter,
+    Math.min(plants.listChunkSize, limit ?? Number.POSITIVE_INFINITY),
+    end?.id,
   );
-  if (first instanceof Promise) return first.then((chunk) => answer(plants, request, upTo, link, chunk));
-  return answer(plants, request, upTo, link, first);
+  return answer(plants, request, end?.id, link, first);
 }
 
 /** The answer once its first chunk is read: the array itself, or a stream that reads the rest. */

@@ -3,47 +3,27 @@ import { type AuthLimits, bearerAuth } from "../auth/plugin";
 import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
 import type { PlantStore, TokenStore } from "../core/stores";
-import { type FaultResponder, HttpError } from "../http/errors";
+import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
-import { longList, shortPage, withLink } from "./list-answer";
+import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery, plantIdParams, plantModels } from "./model";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
 const LIST_PARAMETERS_HINT =
   "this operation takes limit, after and tag. To page, give limit and follow the Link header, or pass after=<the last id you have>";
 
-/**
- * The list handler is compiled as synchronous (see below), and Elysia does not catch the
- * rejection of a promise such a handler returns (app.handle itself would reject; the server
- * would answer 500): a promised answer gets its fault answered here, as the error handler would.
- */
-function answered<T>(result: T | Promise<T>, answerFault: FaultResponder, request: Request): T | Promise<T | Response> {
-  return result instanceof Promise ? result.catch((error: unknown) => answerFault(error, request)) : result;
-}
-
-/** The plant, or 404. */
-function found(plant: Plant | undefined | Promise<Plant | undefined>): Plant | Promise<Plant> {
-  if (plant instanceof Promise) return plant.then(found);
-  if (!plant) throw new HttpError(404, "id: you have no plant with this id");
-  return plant;
-}
-
 export interface PlantRoutesDeps {
   plants: PlantStore;
   tokens: TokenStore;
-  /** The stores answer reads synchronously (see bearerAuth). */
-  synchronousReads: boolean;
   limits: AuthLimits;
   body: BodyLimits;
   notes: RequestNotes;
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
-  /** The Error body for a fault, as the error handler answers it. */
-  answerFault: FaultResponder;
 }
 
 /*
@@ -51,22 +31,12 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({
-  plants,
-  tokens,
-  synchronousReads,
-  limits,
-  body: bodyLimits,
-  notes,
-  metrics,
-  log,
-  answerFault,
-}: PlantRoutesDeps) {
+export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, metrics, log }: PlantRoutesDeps) {
   const faultLoggerFor = (request: Request) => (error: unknown) => {
     log("listing plants failed mid-answer", error, request);
   };
   return new Elysia({ prefix: "/plants" })
-    .use(bearerAuth(tokens, limits, notes, synchronousReads))
+    .use(bearerAuth(tokens, limits, notes))
     .model({ ...plantModels, ...errorModels })
     .post(
       "",
@@ -93,7 +63,7 @@ export function plantRoutes({
     )
     .get(
       "",
-      ({ query, user, request, set }) => {
+      async ({ query, user, request, set }) => {
         checkQueryNames(request.url, LIST_PARAMETERS, LIST_PARAMETERS_HINT);
         const list = {
           ownerId: user.id,
@@ -101,14 +71,13 @@ export function plantRoutes({
           limit: query.limit === undefined ? undefined : Number(query.limit),
           onFault: faultLoggerFor(request),
         };
-        // Elysia reads a handler's source and compiles the route as async when it sees
-        // "=> f(" or "return f(" (and Bun's transpiler folds `const x = f(); return x` into
-        // that), which costs every request a promise. The ternary keeps it synchronous
-        // (tests/plants-list.test.ts checks it). A limit within one chunk is the hot path, one
-        // statement; anything longer may be streamed (list-answer.ts), typed as the same array.
-        return list.limit !== undefined && list.limit <= plants.listChunkSize
-          ? (withLink(set, shortPage(plants, list as typeof list & { limit: number }), answerFault, request) as Plant[])
-          : (answered(longList(plants, list), answerFault, request) as unknown as Plant[]);
+        // A limit within one chunk is one statement; anything longer may be streamed (list-answer.ts).
+        // A long list may be a streamed Response of the same array.
+        if (list.limit === undefined || list.limit > plants.listChunkSize)
+          return (await longList(plants, list)) as Plant[];
+        const page = await shortPage(plants, { ...list, limit: list.limit });
+        if (page.link) set.headers.link = page.link;
+        return page.plants;
       },
       {
         query: listPlantsQuery,
@@ -138,9 +107,10 @@ export function plantRoutes({
     )
     .get(
       "/:id",
-      ({ params, user }) => {
-        const plant = found(plants.getPlant(user.id, params.id));
-        return plant as Plant;
+      async ({ params, user }) => {
+        const plant = await plants.getPlant(user.id, params.id);
+        if (!plant) throw new HttpError(404, "id: you have no plant with this id");
+        return plant;
       },
       {
         params: plantIdParams,

@@ -19,7 +19,6 @@ const DELIVERIES_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after"]);
 export interface WebhookRoutesDeps {
   webhooks: WebhookStore;
   tokens: TokenStore;
-  synchronousReads: boolean;
   limits: AuthLimits;
   body: BodyLimits;
   notes: RequestNotes;
@@ -59,7 +58,6 @@ async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolve
 export function webhookRoutes({
   webhooks,
   tokens,
-  synchronousReads,
   limits,
   body: bodyLimits,
   notes,
@@ -68,7 +66,7 @@ export function webhookRoutes({
   resolve,
 }: WebhookRoutesDeps) {
   return new Elysia({ prefix: "/webhooks" })
-    .use(bearerAuth(tokens, limits, notes, synchronousReads))
+    .use(bearerAuth(tokens, limits, notes))
     .model({ ...webhookModels, ...errorModels })
     .post(
       "",

@@ -10,7 +10,7 @@ import type { Clock } from "../../core/tokens";
  * clock is used, not the database's, so tests can move time; a clock that goes back never refills.
  */
 export function createPostgresRateLimiter(client: SQL, perMinute: number, clock: Clock): RequestLimiter {
-  if (perMinute === 0) return { take: () => undefined };
+  if (perMinute === 0) return { take: async () => undefined };
   const rate = perMinute / 60_000;
   return {
     async take(key) {

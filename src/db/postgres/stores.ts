@@ -49,7 +49,6 @@ export function createPostgresStores(
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
   return {
     engine: "postgres",
-    synchronousReads: false,
     plants: withDeadline(createPostgresPlantStore(client), deadline),
     tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
     webhooks: withDeadline(createPostgresWebhookStore(client, clock), deadline),

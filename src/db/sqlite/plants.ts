@@ -24,7 +24,7 @@ const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) +
 const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
 
 /**
- * An owner's plants on SQLite. Reads run on the caller's thread; writes go through group commit,
+ * An owner's plants on SQLite. Reads run at once on the caller's thread; writes go through group commit,
  * so they resolve only once durable. Ids are read as bigints (`safeIntegers`): the driver would
  * round integers past 2^53, and a rounded cursor would skip or repeat plants.
  */
@@ -60,7 +60,7 @@ export function createSqlitePlantStore(
       return row ? toPlant(row) : undefined;
     },
 
-    listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): PlantPage {
+    async listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): Promise<PlantPage> {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
       const { more, lastId } = trimToPage(rows, count, upTo, (row) => row.id as bigint);
       return { plants: rows.map(toPlant), lastId, more };
@@ -83,7 +83,7 @@ export function createSqlitePlantStore(
       }
     },
 
-    getPlant(ownerId: number, id: bigint): Plant | undefined {
+    async getPlant(ownerId: number, id: bigint): Promise<Plant | undefined> {
       const row = get.get(ownerId, id);
       return row ? toPlant(row) : undefined;
     },

@@ -39,16 +39,18 @@ export function createSqliteStores(
   });
   return {
     engine: "sqlite",
-    synchronousReads: true,
     plants: createSqlitePlantStore(sqlite, commit),
     tokens: createSqliteTokenStore(sqlite, commit, clock),
     webhooks: createSqliteWebhookStore(sqlite, commit, clock),
     status: {
-      ping: () => ping.get(),
+      ping: async () => ping.get(),
       problem: commit.problem,
       figures: { databaseBytes: () => size.get()?.bytes ?? 0 },
     },
-    requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
+    requestLimiter(perMinute, limiterClock) {
+      const limiter = createRateLimiter(perMinute, limiterClock);
+      return { take: async (key) => limiter.take(key) };
+    },
     async close() {
       await commit.drain();
       try {

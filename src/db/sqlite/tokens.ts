@@ -63,7 +63,7 @@ export function createSqliteTokenStore(sqlite: Database, commit: GroupCommit, cl
   return {
     issue: (userName) => commit.run(() => issue(userName)),
 
-    authenticate(token) {
+    async authenticate(token) {
       const row = findActive.values(hashToken(token))[0] as [number, number, Millis] | undefined;
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt] = row;

@@ -69,7 +69,7 @@ export function createSqliteWebhookStore(sqlite: Database, commit: GroupCommit, 
       return row ? { ...toEndpoint(row), secret } : undefined;
     },
 
-    list: (ownerId) => listOwn.all(ownerId).map(toEndpoint),
+    list: async (ownerId) => listOwn.all(ownerId).map(toEndpoint),
 
     async remove(ownerId, id) {
       return Boolean(await commit.run(() => remove.get(ownerId, id)));
