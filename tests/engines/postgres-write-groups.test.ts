@@ -1,7 +1,13 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { SQL } from "bun";
 import { createGroupInsert } from "../../src/db/postgres/group-insert";
-import { eachRecordedPlantStore, makeTestApp, onPostgres, recordedPostgres, type SentStatement } from "../support/helpers";
+import {
+  eachRecordedPlantStore,
+  makeTestApp,
+  onPostgres,
+  recordedPostgres,
+  type SentStatement,
+} from "../support/helpers";
 
 /*
  * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)
