@@ -1,13 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { DrizzleQueryError } from "drizzle-orm";
 import { hashToken } from "../../src/auth/tokens";
 import { faultDetail, faultSummary } from "../../src/http/errors";
-import { freshPostgresDatabase, makeTestApp, onPostgres, onSqlite } from "../support/helpers";
-import { until } from "../support/load";
-import { runCli, scratchDir, startServer } from "../support/process";
-import { startReceiver } from "../support/webhook-receiver";
+import { makeTestApp, onSqlite } from "../support/helpers";
 
 describe("secrets stay secret", () => {
   test.if(onSqlite)("a fault's log entry holds neither the token nor the values of the failed query", async () => {
@@ -38,90 +33,5 @@ describe("secrets stay secret", () => {
     expect(detail).toContain("boom");
     expect(detail).not.toContain("marker");
     expect(faultSummary(error)).toBe("Error: boom");
-  });
-
-  test.if(onSqlite)(
-    "after a full run the server's output holds no token, header or body, and the database file no token",
-    async () => {
-      const scratch = scratchDir();
-      const path = join(scratch.dir, "plants.sqlite");
-      const env = { DATABASE_URL: path };
-      try {
-        const token =
-          (await runCli(["token", "create", "--user", "alice"], env)).stdout.trim().split("\n").at(-1) ?? "";
-        const server = await startServer({ ...env, RATE_LIMIT_PER_MINUTE: "5" });
-        expect(server.startupOutput).not.toContain("pst_");
-        const wrongToken = `pst_${"w".repeat(43)}`;
-        const send = (authorization: string, init: RequestInit = {}) =>
-          fetch(`${server.url}/plants`, { ...init, headers: { authorization, "content-type": "application/json" } });
-
-        expect((await send(`Bearer ${token}`, { method: "POST", body: '{"id":1,"name":"body-marker"}' })).status).toBe(
-          200,
-        );
-        expect((await send(`Bearer ${token}`, { method: "POST", body: '{"id":"body-marker"}' })).status).toBe(400);
-        expect((await send(`Bearer ${token}`, { method: "POST", body: "{body-marker" })).status).toBe(400);
-        expect((await send(`Bearer ${wrongToken}`)).status).toBe(401);
-        expect((await send(`Basic ${btoa(`alice:${token}`)}`)).status).toBe(401);
-        expect((await fetch(`${server.url}/plants?access_token=${token}`)).status).toBe(401);
-        let limited = 0;
-        for (let i = 0; i < 6; i++) if ((await send(`Bearer ${token}`)).status === 429) limited++;
-        expect(limited).toBeGreaterThan(0);
-        expect(await server.stop()).toBe(0);
-
-        const output = await server.output();
-        for (const secret of [token, token.slice(4), wrongToken, "body-marker", "Bearer ", btoa(`alice:${token}`)]) {
-          expect(output).not.toContain(secret);
-        }
-        expect(output.toLowerCase()).not.toContain("authorization:");
-
-        const file = readFileSync(path).toString("latin1");
-        expect(file).toContain(hashToken(token));
-        expect(file).not.toContain(token.slice(4));
-      } finally {
-        scratch.cleanup();
-      }
-    },
-  );
-
-  test("webhook secrets and signatures reach no log line, and are never answered again after registration", async () => {
-    const scratch = scratchDir();
-    const hook = startReceiver((request) => new Response("no", { status: request.path === "/ok" ? 200 : 500 }));
-    const env = {
-      DATABASE_URL: onPostgres ? await freshPostgresDatabase() : join(scratch.dir, "plants.sqlite"),
-      WEBHOOK_ALLOW_PRIVATE: "true",
-      WEBHOOK_RETRY_DELAYS: "50",
-      LOG_LEVEL: "debug",
-    };
-    try {
-      const server = await startServer(env);
-      const token = server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
-      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-      const secrets: string[] = [];
-      for (const path of ["/ok", "/fails"]) {
-        const body = JSON.stringify({ url: hook.url(path) });
-        const response = await fetch(`${server.url}/webhooks`, { method: "POST", headers, body });
-        secrets.push(((await response.json()) as { secret: string }).secret);
-      }
-      await fetch(`${server.url}/plants`, { method: "POST", headers, body: '{"id":1,"name":"Fern"}' });
-      await until(
-        10_000,
-        async () => hook.received.length,
-        (n) => n >= 3,
-      );
-      expect(hook.received.length).toBeGreaterThanOrEqual(3);
-      const listed = await (await fetch(`${server.url}/webhooks`, { headers })).text();
-      const log = await (await fetch(`${server.url}/webhooks/1/deliveries`, { headers })).text();
-      expect(await server.stop()).toBe(0);
-      const output = await server.output();
-      const signatures = hook.received.map((r) => (r.headers["webhook-signature"] as string).slice(3));
-      for (const secret of [...secrets, ...secrets.map((s) => s.slice(6)), ...signatures]) {
-        expect(output).not.toContain(secret);
-        expect(listed).not.toContain(secret);
-        expect(log).not.toContain(secret);
-      }
-    } finally {
-      hook.stop();
-      scratch.cleanup();
-    }
   });
 });

@@ -879,3 +879,13 @@ export const extraHeaders: fc.Arbitrary<Array<[string, string]>> = fc.array(
     .filter(([name, value]) => headerAccepted(name, value)),
   { maxLength: 5 },
 );
+
+/** `text`, cut to `max` characters for a failure message. */
+export const clip = (text: string, max = 200) =>
+  text.length > max ? `${text.slice(0, max)}…(${text.length} chars)` : text;
+
+/** A property's own failure: fast-check shrinks on it and prints the message. */
+export class PropertyFailure extends Error {}
+export function check(condition: unknown, message: () => string): asserts condition {
+  if (!condition) throw new PropertyFailure(message());
+}

@@ -28,3 +28,10 @@ export async function parsePrometheusText(text: string): Promise<Sample[]> {
   if (code !== 0) throw new Error(`the Prometheus parser refused the scrape: ${stderr}`);
   return JSON.parse(stdout);
 }
+
+/** The one sample called `name` whose labels include `labels`. */
+export function sample(samples: Sample[], name: string, labels: Record<string, string> = {}): Sample | undefined {
+  return samples.find(
+    (s) => s.name === name && Object.entries(labels).every(([key, value]) => s.labels[key] === value),
+  );
+}
