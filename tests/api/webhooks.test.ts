@@ -4,7 +4,7 @@ import { StoreUnavailable } from "../../src/db/store-errors";
 import { parseJsonExact } from "../../src/http/json-body";
 import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
-import { until } from "../support/load";
+import { until } from "../support/until";
 import { never, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
 
 const MAX = "9223372036854775807";
@@ -53,11 +53,10 @@ async function deliveries(t: TestApp, token: string, id: number, query = ""): Pr
 
 /** Polls the log until every delivery has left `pending` (or 10 s pass). */
 const settled = (t: TestApp, token: string, id: number, count: number) =>
-  until(
-    10_000,
-    () => deliveries(t, token, id),
-    (list) => list.length === count && list.every((d) => d.status !== "pending"),
-  );
+  until(() => deliveries(t, token, id), {
+    holds: (list) => list.length === count && list.every((d) => d.status !== "pending"),
+    timeoutMs: 10_000,
+  });
 
 describe(`webhook endpoints (${ENGINE})`, () => {
   test("register shows the secret once; list never does; delete is 204 then 404; others' are 404", async () => {
@@ -234,11 +233,10 @@ describe(`webhook deliveries (${ENGINE})`, () => {
     const alice = await t.tokenFor("alice");
     const endpoint = await register(t, alice, hook.url());
     await t.createPlant("1", "Fern", alice);
-    const [waiting] = await until(
-      10_000,
-      () => deliveries(t, alice, endpoint.id),
-      (list) => list[0]?.attempts === 2,
-    );
+    const [waiting] = await until(() => deliveries(t, alice, endpoint.id), {
+      holds: (list) => list[0]?.attempts === 2,
+      timeoutMs: 10_000,
+    });
     expect(waiting).toMatchObject({ status: "pending", attempts: 2, lastStatus: 500 });
     const next = Date.parse(waiting?.nextAttemptAt as string) - Date.now();
     expect(next).toBeGreaterThan(40_000); // 60 s ± 10 % jitter, less the time since
@@ -296,11 +294,7 @@ describe(`webhook deliveries (${ENGINE})`, () => {
     const alice = await t.tokenFor("alice");
     const endpoint = await register(t, alice, hook.url());
     for (let i = 1; i <= 100; i++) await t.createPlant(String(i), `p${i}`, alice);
-    await until(
-      10_000,
-      async () => hook.hanging(),
-      (n) => n === 100,
-    );
+    await until(async () => hook.hanging(), { holds: (n) => n === 100, timeoutMs: 10_000 });
     expect(hook.hanging()).toBe(100);
     // While 100 attempts hang, requests are answered (bench/webhook-hang.ts measures how fast).
     expect((await t.call("GET", "/plants?limit=5", { token: alice })).status).toBe(200);
@@ -315,11 +309,10 @@ describe(`webhook deliveries (${ENGINE})`, () => {
     const alice = await t.tokenFor("alice");
     const endpoint = await register(t, alice, hook.url());
     await t.createPlant("1", "Fern", alice);
-    await until(
-      10_000,
-      () => deliveries(t, alice, endpoint.id),
-      (list) => list[0]?.attempts === 1,
-    );
+    await until(() => deliveries(t, alice, endpoint.id), {
+      holds: (list) => list[0]?.attempts === 1,
+      timeoutMs: 10_000,
+    });
     expect((await t.call("DELETE", `/webhooks/${endpoint.id}`, { token: alice })).status).toBe(204);
     expect(await t.stores.webhooks.pendingCount()).toBe(0);
     expect(hook.received).toHaveLength(1);
@@ -354,11 +347,7 @@ describe(`the dispatcher when the database fails (${ENGINE})`, () => {
     running.push(dispatcher);
     dispatcher.start();
     await t.createPlant("1", "Fern", alice);
-    await until(
-      5_000,
-      async () => failedClaims,
-      (n) => n >= 5,
-    );
+    await until(async () => failedClaims, { holds: (n) => n >= 5, timeoutMs: 5_000 });
     expect(failedClaims).toBeGreaterThanOrEqual(5);
     expect(logged).toEqual(["webhook dispatcher: claiming due deliveries failed; retrying at the next poll"]);
     expect(hook.received).toHaveLength(0);
@@ -399,11 +388,7 @@ describe(`the dispatcher on stop (${ENGINE})`, () => {
     });
     running.push(dispatcher);
     dispatcher.start();
-    await until(
-      5_000,
-      async () => claims,
-      (n) => n === 1,
-    );
+    await until(async () => claims, { holds: (n) => n === 1, timeoutMs: 5_000 });
     const stopped = dispatcher.stop(10_000);
     releaseClaim();
     await stopped;
@@ -423,22 +408,17 @@ describe(`webhook metrics (${ENGINE})`, () => {
     const down = await register(t, alice, hook.url("/down"));
     await t.createPlant("1", "Fern", alice);
     await settled(t, alice, ok.id, 1);
-    await until(
-      10_000,
-      () => deliveries(t, alice, down.id),
-      (list) => list[0]?.attempts === 2,
-    );
+    await until(() => deliveries(t, alice, down.id), { holds: (list) => list[0]?.attempts === 2, timeoutMs: 10_000 });
     const value = (name: string) =>
       Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(t.ops.metrics.render())?.[1]);
     expect(value("plant_store_webhook_deliveries_sent_total")).toBe(1);
     expect(value('plant_store_webhook_attempts_total{result="retried"}')).toBe(2);
     expect(value("plant_store_webhook_deliveries_failed_total")).toBe(0);
     expect(value("plant_store_webhook_attempt_duration_seconds_count")).toBe(3);
-    await until(
-      5_000,
-      async () => value("plant_store_webhook_deliveries_pending"),
-      (n) => n === 1,
-    );
+    await until(async () => value("plant_store_webhook_deliveries_pending"), {
+      holds: (n) => n === 1,
+      timeoutMs: 5_000,
+    });
     expect(value("plant_store_webhook_deliveries_pending")).toBe(1);
   });
 });

@@ -15,7 +15,7 @@ import type { WriteSql } from "../../src/db/sqlite/write-statements";
 import { StoreUnavailable } from "../../src/db/store-errors";
 import type { Stores } from "../../src/db/stores";
 import { makeTestApp, onSqlite } from "../support/helpers";
-import { until } from "../support/load";
+import { until } from "../support/until";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -106,11 +106,10 @@ describe.if(onSqlite)("the writer thread", () => {
     expect(stores.tokens.authenticate(issued.token)).toEqual({ id: expect.any(Number), tokenId: issued.id });
     expect(stores.plants.getPlant(1, 1n)).toBeUndefined();
     expect(started).toHaveLength(0);
-    await until(
-      5_000,
-      async () => (await stores.tokens.list()).find(({ id }) => id === issued.id)?.lastUsedAt,
-      (lastUsedAt) => lastUsedAt !== null,
-    );
+    await until(async () => (await stores.tokens.list()).find(({ id }) => id === issued.id)?.lastUsedAt, {
+      holds: (lastUsedAt) => lastUsedAt !== null,
+      timeoutMs: 5_000,
+    });
     expect(started).toHaveLength(1);
     expect(await stores.plants.createPlant(1, { id: 1, name: "fern" })).toEqual({ name: "fern" });
     expect(started).toHaveLength(1);
@@ -174,12 +173,11 @@ describe.if(onSqlite)("a writer thread that dies", () => {
     expect(crashes).toHaveLength(1);
     // After it, a write starts a new thread (which dies again here).
     const crashed = await until(
-      5_000,
       async () => {
         await writer.run("probe", []).catch(() => {});
         return crashes.length;
       },
-      (count) => count === 2,
+      { holds: (count) => count === 2, timeoutMs: 5_000 },
     );
     expect(crashed).toBe(2);
   });

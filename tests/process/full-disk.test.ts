@@ -4,6 +4,7 @@ import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { expectError } from "../support/helpers";
 import { type RunningServer, runCli, runToExit, scratchDir, startServer } from "../support/process";
+import { until } from "../support/until";
 
 /*
  * A real disk filling up: the database lives on a 2 MB tmpfs (mounting one needs root, which
@@ -24,14 +25,6 @@ function fillDisk(path: string): void {
     }
   } finally {
     closeSync(fd);
-  }
-}
-
-async function until(what: string, condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await condition())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await Bun.sleep(20);
   }
 }
 
@@ -84,7 +77,7 @@ describe("a full disk", () => {
 
       // Space comes back: readiness turns by itself (a probe write), and writes succeed.
       rmSync(filler);
-      await until("/readyz says ready", async () => (await fetch(`${url}/readyz`)).status === 200);
+      await until(async () => (await fetch(`${url}/readyz`)).status === 200, { what: "/readyz to say ready" });
       const responses = await Promise.all(Array.from({ length: 100 }, (_, i) => create(10_000 + i)));
       expect(responses.map((response) => response.status)).toEqual(Array(100).fill(200));
 

@@ -2,9 +2,9 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { expectError } from "../support/helpers";
-import { until } from "../support/load";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { openRaw, type RawResponse } from "../support/raw-http";
+import { until } from "../support/until";
 
 const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
 
@@ -143,9 +143,8 @@ describe("a request pipelined behind a write (Bun limit, see README Known limits
       await raw.closedOrAnswered(2, 5_000);
       // Unanswered, the write may still be on its way to the writer thread: poll, with a deadline.
       const listed = await until(
-        5_000,
         async () => (await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })).json(),
-        (plants) => (plants as unknown[]).length > 0,
+        { holds: (plants) => (plants as unknown[]).length > 0, timeoutMs: 5_000 },
       );
       expect(listed).toEqual([{ name: "Fern" }]);
       // Bun 1.4.5 closes without answering either request when both arrive in one read. On a

@@ -6,8 +6,9 @@ import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { EMBEDDED_MIGRATIONS } from "../../src/db/postgres/client";
 import { emptyPostgresDatabase, onPostgres } from "../support/helpers";
-import { storedIds, until, writeLoad } from "../support/load";
+import { storedIds, writeLoad } from "../support/load";
 import { DIRECT, type RunningServer, runCli, startServer } from "../support/process";
+import { until } from "../support/until";
 
 const TOKEN_LINE = /^pst_[A-Za-z0-9_-]{43}$/gm;
 
@@ -165,20 +166,12 @@ describe.if(onPostgres)("three instances on one PostgreSQL database", () => {
     const urls = servers.map((server) => server.url);
     const load = writeLoad(urls, token, { workers: 12 });
     try {
-      await until(
-        10_000,
-        async () => load.acknowledged.length,
-        (n) => n >= 300,
-      );
+      await until(async () => load.acknowledged.length, { holds: (n) => n >= 300, timeoutMs: 10_000 });
       victim.kill("SIGKILL");
       expect(await victim.exited).not.toBe(0);
       urls.splice(urls.indexOf(victim.url), 1);
       const atKill = load.acknowledged.length;
-      await until(
-        10_000,
-        async () => load.acknowledged.length,
-        (n) => n >= atKill + 300,
-      );
+      await until(async () => load.acknowledged.length, { holds: (n) => n >= atKill + 300, timeoutMs: 10_000 });
     } finally {
       await load.stop();
     }

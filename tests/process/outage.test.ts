@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Cluster, createDatabase, startCluster } from "../../scripts/pg-cluster";
 import { onPostgres } from "../support/helpers";
-import { HANG_MS, statusOf, storedIds, until, type WriteLoad, writeLoad } from "../support/load";
+import { HANG_MS, statusOf, storedIds, type WriteLoad, writeLoad } from "../support/load";
 import { type RunningServer, startServer } from "../support/process";
+import { until } from "../support/until";
 
 /** Small timeouts so the failure answers come fast; the deadline is their sum. */
 const CONNECT_TIMEOUT_MS = 1_000;
@@ -51,13 +52,9 @@ async function stopAll({ servers }: Instances) {
 
 /** Polls an instance's /readyz until it answers `status` or `ms` pass, and expects that answer. */
 async function expectReadiness(server: RunningServer, status: number, ms: number) {
-  expect(
-    await until(
-      ms,
-      () => statusOf(`${server.url}/readyz`),
-      (s) => s === status,
-    ),
-  ).toBe(status);
+  expect(await until(() => statusOf(`${server.url}/readyz`), { holds: (s) => s === status, timeoutMs: ms })).toBe(
+    status,
+  );
 }
 
 async function expectOutageAnswers(instances: Instances, what: RegExp) {
@@ -88,11 +85,7 @@ async function expectRecovered(instances: Instances, load: WriteLoad) {
   }
   // Writes go through again on every instance, without a restart.
   const before = load.acknowledged.length;
-  await until(
-    15_000,
-    async () => load.acknowledged.length,
-    (n) => n >= before + 50,
-  );
+  await until(async () => load.acknowledged.length, { holds: (n) => n >= before + 50, timeoutMs: 15_000 });
   await load.stop();
   expect(load.acknowledged.length).toBeGreaterThanOrEqual(before + 50);
   expect(load.wrong).toEqual([]);
@@ -111,19 +104,11 @@ describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () =
       instances.servers.map((server) => server.url),
       instances.token,
     );
-    await until(
-      10_000,
-      async () => load.acknowledged.length,
-      (n) => n >= 100,
-    );
+    await until(async () => load.acknowledged.length, { holds: (n) => n >= 100, timeoutMs: 10_000 });
     await cluster.halt();
     await expectOutageAnswers(instances, /cannot be reached/);
     const refusedBefore = load.refused.length;
-    await until(
-      5_000,
-      async () => load.refused.length,
-      (n) => n >= refusedBefore + 20,
-    );
+    await until(async () => load.refused.length, { holds: (n) => n >= refusedBefore + 20, timeoutMs: 5_000 });
     expect(load.refused.length).toBeGreaterThanOrEqual(refusedBefore + 20);
     await cluster.resume();
     await expectRecovered(instances, load);
@@ -136,11 +121,7 @@ describe.if(onPostgres)("PostgreSQL going away under load (two instances)", () =
       instances.servers.map((server) => server.url),
       instances.token,
     );
-    await until(
-      10_000,
-      async () => load.acknowledged.length,
-      (n) => n >= 100,
-    );
+    await until(async () => load.acknowledged.length, { holds: (n) => n >= 100, timeoutMs: 10_000 });
     const pids = cluster.serverPids();
     for (const pid of pids) process.kill(pid, "SIGSTOP");
     try {

@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { hashToken } from "../../src/auth/tokens";
 import { freshPostgresDatabase, onPostgres, onSqlite } from "../support/helpers";
-import { until } from "../support/load";
 import { runCli, scratchDir, startServer } from "../support/process";
+import { until } from "../support/until";
 import { startReceiver } from "../support/webhook-receiver";
 
 describe("secrets stay secret, on the real server", () => {
@@ -71,11 +71,7 @@ describe("secrets stay secret, on the real server", () => {
         secrets.push(((await response.json()) as { secret: string }).secret);
       }
       await fetch(`${server.url}/plants`, { method: "POST", headers, body: '{"id":1,"name":"Fern"}' });
-      await until(
-        10_000,
-        async () => hook.received.length,
-        (n) => n >= 3,
-      );
+      await until(async () => hook.received.length, { holds: (n) => n >= 3, timeoutMs: 10_000 });
       expect(hook.received.length).toBeGreaterThanOrEqual(3);
       const listed = await (await fetch(`${server.url}/webhooks`, { headers })).text();
       const log = await (await fetch(`${server.url}/webhooks/1/deliveries`, { headers })).text();

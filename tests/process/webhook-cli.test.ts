@@ -8,8 +8,8 @@ import type { Stores, WebhookStore } from "../../src/db/stores";
 import { POLL_MS } from "../../src/webhooks/dispatcher";
 import { newSecret } from "../../src/webhooks/signing";
 import { ENGINE, freshPostgresDatabase, onPostgres, postgresTarget } from "../support/helpers";
-import { until } from "../support/load";
 import { runToExit, scratchDir } from "../support/process";
+import { until } from "../support/until";
 import { startDispatcher, startReceiver } from "../support/webhook-receiver";
 
 /*
@@ -80,11 +80,10 @@ type FailedDelivery = NonNullable<Awaited<ReturnType<WebhookStore["failedDeliver
 
 /** Polls until the endpoint's one delivery has failed (or 10 s pass); it as the store lists it. */
 async function failedOf(stores: Stores, endpoint: number): Promise<FailedDelivery> {
-  const failed = await until(
-    10_000,
-    async () => (await stores.webhooks.failedDeliveries(endpoint)) ?? [],
-    (list) => list.length === 1,
-  );
+  const failed = await until(async () => (await stores.webhooks.failedDeliveries(endpoint)) ?? [], {
+    holds: (list) => list.length === 1,
+    timeoutMs: 10_000,
+  });
   expect(failed).toHaveLength(1);
   return failed[0] as FailedDelivery;
 }
@@ -134,11 +133,10 @@ describe(`bun run cli webhook (${ENGINE})`, () => {
       stderr: "",
       stdout: `Delivery ${id} is due again: a running server sends it within ${POLL_MS / 1000} s, with the same webhook-id.\n`,
     });
-    const log = await until(
-      10_000,
-      async () => stores.webhooks.deliveries(owner, answered, undefined, 10),
-      (page) => typeof page === "object" && page.deliveries[0]?.status === "delivered",
-    );
+    const log = await until(async () => stores.webhooks.deliveries(owner, answered, undefined, 10), {
+      holds: (page) => typeof page === "object" && page.deliveries[0]?.status === "delivered",
+      timeoutMs: 10_000,
+    });
     expect(log).toMatchObject({ deliveries: [{ id, status: "delivered", attempts: 2, lastStatus: 200 }] });
     expect(hook.at("/a").map((request) => request.headers["webhook-id"])).toEqual([id, id]);
 

@@ -6,8 +6,8 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { holdRequestInFlight } from "../support/held-request";
 import { ENGINE, freshPostgresDatabase, onPostgres } from "../support/helpers";
-import { until } from "../support/load";
 import { DIRECT, type RunningServer, scratchDir, startServer } from "../support/process";
+import { until } from "../support/until";
 import { never, startReceiver } from "../support/webhook-receiver";
 
 const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
@@ -69,11 +69,10 @@ describe(`webhooks across processes (${ENGINE})`, () => {
       answering = true;
       const restarted = await server(env);
       const startedAt = performance.now();
-      const log = await until(
-        30_000,
-        () => deliveryLog(restarted.url, token, endpoint),
-        (list) => list.length === count && list.every((d) => d.status === "delivered"),
-      );
+      const log = await until(() => deliveryLog(restarted.url, token, endpoint), {
+        holds: (list) => list.length === count && list.every((d) => d.status === "delivered"),
+        timeoutMs: 30_000,
+      });
       return { log, seconds: (performance.now() - startedAt) / 1000 };
     }
     return { hook, url: first.url, token, restart };
@@ -100,11 +99,7 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     const run = await crashingRun();
     for (let i = 0; i < 20; i++)
       expect((await post(run.url, run.token, "/plants", `{"id":${i},"name":"p"}`)).status).toBe(200);
-    await until(
-      10_000,
-      async () => run.hook.hanging(),
-      (n) => n === 20,
-    );
+    await until(async () => run.hook.hanging(), { holds: (n) => n === 20, timeoutMs: 10_000 });
     expect(run.hook.hanging()).toBe(20);
     const { log, seconds } = await run.restart(20);
     expect(seconds).toBeLessThan(30);
@@ -130,22 +125,14 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     const token = tokenOf(started);
     expect((await post(started.url, token, "/webhooks", JSON.stringify({ url: hook.url() }))).status).toBe(201);
     expect((await post(started.url, token, "/plants", '{"id":1,"name":"p"}')).status).toBe(200);
-    await until(
-      10_000,
-      async () => hook.hanging(),
-      (n) => n === 1,
-    );
+    await until(async () => hook.hanging(), { holds: (n) => n === 1, timeoutMs: 10_000 });
     const raw = await holdRequestInFlight(started, token);
 
     started.kill("SIGTERM");
     await started.waitForOutput(/SIGTERM received/);
     // Still listening while it drains: a plant created now gets its delivery before the exit.
     expect((await post(started.url, token, "/plants", '{"id":2,"name":"q"}')).status).toBe(200);
-    await until(
-      timeoutMs,
-      async () => hook.received.length,
-      (n) => n === 2,
-    );
+    await until(async () => hook.received.length, { holds: (n) => n === 2, timeoutMs: timeoutMs });
     expect(hook.received.map((r) => r.body)).toEqual(['{"id":1,"name":"p"}', '{"id":2,"name":"q"}']);
     expect(await started.exited).toBe(0);
     await raw.end();
@@ -179,11 +166,10 @@ describe(`webhooks across processes (${ENGINE})`, () => {
         Array.from({ length: 200 }, (_, i) => post(i % 2 ? a.url : b.url, token, "/plants", `{"id":${i},"name":"p"}`)),
       );
       expect(created.map((r) => r.status)).toEqual(Array(200).fill(200));
-      const log = await until(
-        30_000,
-        () => deliveryLog(b.url, token, endpoint),
-        (list) => list.length === 200 && list.every((d) => d.status === "delivered"),
-      );
+      const log = await until(() => deliveryLog(b.url, token, endpoint), {
+        holds: (list) => list.length === 200 && list.every((d) => d.status === "delivered"),
+        timeoutMs: 30_000,
+      });
       expect(log.filter((d) => d.status === "delivered")).toHaveLength(200);
       const ids = hook.received.map((r) => r.headers["webhook-id"] as string);
       expect(new Set(ids).size).toBe(200);

@@ -1,5 +1,6 @@
 import type { RunningServer } from "./process";
 import { openRaw } from "./raw-http";
+import { until } from "./until";
 
 /** Requests the server is handling now, from its own metrics (started with METRICS_PORT=0). */
 export async function requestsInFlight(server: RunningServer): Promise<number> {
@@ -17,12 +18,10 @@ export async function holdRequestInFlight(server: RunningServer, token: string) 
       "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
       '9\r\n{"id":42,\r\n',
   );
-  const deadline = performance.now() + 10_000;
-  while ((await requestsInFlight(server)) < 1) {
-    if (performance.now() > deadline) {
-      throw new Error(`the held request never became in flight: ${JSON.stringify(raw.received())}`);
-    }
-    await Bun.sleep(5);
-  }
+  await until(() => requestsInFlight(server), {
+    holds: (n) => n >= 1,
+    intervalMs: 5,
+    what: `the held request to be in flight (received ${JSON.stringify(raw.received())})`,
+  });
   return raw;
 }

@@ -889,3 +889,9 @@ export class PropertyFailure extends Error {}
 export function check(condition: unknown, message: () => string): asserts condition {
   if (!condition) throw new PropertyFailure(message());
 }
+
+/**
+ * Runs per property: 100 in the fast loop (`bun test`), 300 under `bun run test` (which sets
+ * HOSTILE_RUNS), HOSTILE_RUNS=5000 to dig deeper.
+ */
+export const HOSTILE_RUNS = Number(process.env.HOSTILE_RUNS) || 100;

@@ -8,16 +8,6 @@ import { expect } from "bun:test";
 /** An answer slower than this is a hang. */
 export const HANG_MS = 10_000;
 
-/** Polls `read` until `holds` is true of its value or `ms` pass; the last value it read. */
-export async function until<T>(ms: number, read: () => Promise<T>, holds: (value: T) => boolean): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (holds(value) || performance.now() > deadline) return value;
-    await Bun.sleep(50);
-  }
-}
-
 /** The status of a GET, or -1 when there was no answer. */
 export const statusOf = (url: string, init: RequestInit = {}) =>
   fetch(url, { ...init, signal: AbortSignal.timeout(HANG_MS) }).then(

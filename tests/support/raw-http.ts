@@ -1,4 +1,5 @@
 import { connect, type Socket } from "node:net";
+import { until } from "./until";
 
 export interface RawResponse {
   status: number;
@@ -30,22 +31,8 @@ export async function openRaw(url: string) {
   socket.on("error", () => {});
 
   /** Resolves once `predicate` holds for what has been received, or rejects after `ms`. */
-  function until(predicate: () => boolean, ms: number, what: string): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
-      const check = () => {
-        if (predicate()) {
-          clearTimeout(timer);
-          socket.off("data", check);
-          socket.off("close", check);
-          resolve();
-        }
-      };
-      socket.on("data", check);
-      socket.on("close", check);
-      check();
-    });
-  }
+  const seen = (predicate: () => boolean, ms: number, what: string) =>
+    until(predicate, { timeoutMs: ms, intervalMs: 5, what }).then(() => {});
 
   return {
     write: (data: string | Uint8Array) =>
@@ -58,7 +45,7 @@ export async function openRaw(url: string) {
         const length = /\r\ncontent-length: *(\d+)/i.exec(received.slice(0, end))?.[1];
         return closed || received.length >= end + 4 + Number(length ?? 0);
       };
-      await until(complete, ms, "a response");
+      await seen(complete, ms, "a response");
       const end = received.indexOf("\r\n\r\n");
       if (end < 0) throw new Error(`connection closed without a response: ${JSON.stringify(received)}`);
       const [statusLine = "", ...lines] = received.slice(0, end).split("\r\n");
@@ -70,10 +57,10 @@ export async function openRaw(url: string) {
       return { status: Number(statusLine.split(" ")[1]), headers, body: received.slice(end + 4) };
     },
     received: () => received,
-    closed: (ms: number) => until(() => closed, ms, "the server to close the connection"),
+    closed: (ms: number) => seen(() => closed, ms, "the server to close the connection"),
     /** Resolves once the connection is closed or `count` status lines have arrived. */
     closedOrAnswered: (count: number, ms: number) =>
-      until(
+      seen(
         () => closed || (received.match(/^HTTP\/1\.1 \d{3}/gm)?.length ?? 0) >= count,
         ms,
         `${count} responses or the connection closed`,

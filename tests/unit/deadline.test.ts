@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createDeadline, withDeadline } from "../../src/db/postgres/deadline";
 import { StoreUnavailable, storeFailureKind } from "../../src/db/store-errors";
+import { manualTimers, settle } from "../support/clock";
 
 /** A call that settles only when told to. */
 function held<T>() {
@@ -11,26 +12,39 @@ function held<T>() {
   return { promise, settle };
 }
 
+/*
+ * The deadline runs on a clock of the test's own (support/clock.ts): "20 ms pass" is said, not
+ * slept, so each expiry is checked at its exact time and a busy machine changes nothing.
+ */
 describe("the PostgreSQL stores' client-side deadline", () => {
   test("a call past the deadline is a `timeout` store failure; one in time keeps its answer", async () => {
-    const deadline = createDeadline(20, 2);
+    const timers = manualTimers();
+    const deadline = createDeadline(20, 2, Number.POSITIVE_INFINITY, timers);
     expect(await deadline.within(async () => 42)).toBe(42);
-    const late = deadline.within(() => held<number>().promise);
-    const error = await late.catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(StoreUnavailable);
-    expect(storeFailureKind(error)).toBe("timeout");
+    let outcome: unknown = "waiting";
+    const late = deadline
+      .within(() => held<number>().promise)
+      .catch((e: unknown) => {
+        outcome = e;
+      });
+    await timers.advance(19);
+    expect(outcome).toBe("waiting");
+    await timers.advance(1);
+    await late;
+    expect(outcome).toBeInstanceOf(StoreUnavailable);
+    expect(storeFailureKind(outcome)).toBe("timeout");
     expect(deadline.overdue()).toBe(1);
   });
 
   test("each call expires at its own deadline, whichever settle in between; one settled in time never expires", async () => {
-    const deadline = createDeadline(60, 10);
+    const timers = manualTimers();
+    const deadline = createDeadline(60, 10, Number.POSITIVE_INFINITY, timers);
     const expired: string[] = [];
-    const started = performance.now();
     const at: Record<string, number> = {};
     const watch = (name: string, call: Promise<unknown>) =>
       call.catch(() => {
         expired.push(name);
-        at[name] = performance.now() - started;
+        at[name] = timers.now();
       });
     const first = watch(
       "first",
@@ -38,25 +52,35 @@ describe("the PostgreSQL stores' client-side deadline", () => {
     );
     const quick = held<number>();
     const inTime = deadline.within(() => quick.promise);
-    await Bun.sleep(30);
+    await timers.advance(30);
     const second = watch(
       "second",
       deadline.within(() => held<number>().promise),
     );
     quick.settle(7);
     expect(await inTime).toBe(7);
-    await Promise.all([first, second]);
+    await timers.advance(29);
+    expect(expired).toEqual([]);
+    await timers.advance(1);
+    await first;
+    expect(expired).toEqual(["first"]);
+    await timers.advance(29);
+    expect(expired).toEqual(["first"]);
+    await timers.advance(1);
+    await second;
     // Each at its own deadline: the second, started 30 ms later, not with the first.
     expect(expired).toEqual(["first", "second"]);
-    expect(at.first as number).toBeGreaterThanOrEqual(59);
-    expect(at.second as number).toBeGreaterThanOrEqual(89);
+    expect(at).toEqual({ first: 60, second: 90 });
     expect(deadline.overdue()).toBe(2);
   });
 
   test("with as many calls overdue as the pool has connections, new calls fail at once without running; they flow again when one settles", async () => {
-    const deadline = createDeadline(20, 2);
+    const timers = manualTimers();
+    const deadline = createDeadline(20, 2, Number.POSITIVE_INFINITY, timers);
     const stuck = [held<number>(), held<number>()];
-    for (const call of stuck) await deadline.within(() => call.promise).catch(() => {});
+    const late = stuck.map((call) => deadline.within(() => call.promise).catch(() => {}));
+    await timers.advance(20);
+    await Promise.all(late);
     expect(deadline.overdue()).toBe(2);
     let ran = false;
     const refused = await deadline
@@ -69,13 +93,13 @@ describe("the PostgreSQL stores' client-side deadline", () => {
     expect(ran).toBe(false);
     (stuck[0] as ReturnType<typeof held<number>>).settle(0);
     await (stuck[0] as ReturnType<typeof held<number>>).promise;
-    await Promise.resolve();
+    await settle();
     expect(deadline.overdue()).toBe(1);
     expect(await deadline.within(async () => 7)).toBe(7);
   });
 
   test("past maxInFlight calls waiting at once, a new call is refused with `capacity` without running", async () => {
-    const deadline = createDeadline(10_000, 10, 2);
+    const deadline = createDeadline(10_000, 10, 2, manualTimers());
     const waiting = [held<number>(), held<number>()];
     const calls = waiting.map((call) => deadline.within(() => call.promise));
     let ran = false;
@@ -102,7 +126,7 @@ describe("the PostgreSQL stores' client-side deadline", () => {
         return value;
       },
     };
-    const guarded = withDeadline(store, createDeadline(1_000, 10));
+    const guarded = withDeadline(store, createDeadline(1_000, 10, Number.POSITIVE_INFINITY, manualTimers()));
     expect(guarded.listChunkSize).toBe(512);
     expect(await guarded.echo(5)).toBe(5);
     expect(await guarded.fails().catch((e: Error) => e.message)).toBe("from the driver");

@@ -1,10 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { createGroups, type Waiting } from "../../src/db/postgres/groups";
+import { manualTimers, settle } from "../support/clock";
 
 /*
  * The grouping behind PostgreSQL's creates and token lookups (src/db/postgres/groups.ts), with
  * a `run` that answers each call from its item: which calls share a statement, in what order,
  * and what a failed statement does. Plain logic, no database: it runs the same on both engines.
+ * The stall tests run on a clock of their own (support/clock.ts): time passes when they say so.
  */
 
 /** A `run` that records each group and answers when released. */
@@ -21,9 +23,6 @@ function heldRuns() {
     });
   return { groups, releases, run };
 }
-
-/** Lets every settled promise's callbacks run. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("groups of calls sharing one statement", () => {
   test("a lone call goes out at once; calls queued behind busy slots leave together, in arrival order", async () => {
@@ -63,15 +62,16 @@ describe("groups of calls sharing one statement", () => {
 
   test("a statement held past stallMs gives up its slot: the calls queued behind it go out in another", async () => {
     const { groups, releases, run } = heldRuns();
-    const grouped = createGroups(run, { concurrency: 1, stallMs: 30, maxRunning: 3 });
+    const timers = manualTimers();
+    const grouped = createGroups(run, { concurrency: 1, stallMs: 30, maxRunning: 3, timers });
     const first = grouped.add(1);
     const queued = [2, 3].map((item) => grouped.add(item));
-    const sentAt = performance.now();
     expect(groups).toEqual([[1]]);
-    // Polled with a deadline: the second statement leaves once the first has been out 30 ms.
-    while (groups.length < 2 && performance.now() - sentAt < 5_000) await Bun.sleep(5);
+    // The second statement leaves once the first has been out 30 ms, not before.
+    await timers.advance(29);
+    expect(groups).toEqual([[1]]);
+    await timers.advance(1);
     expect(groups).toEqual([[1], [2, 3]]);
-    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(29);
     releases[1]?.();
     expect(await Promise.all(queued)).toEqual(["answer 2", "answer 3"]);
     // The held statement's call is still waiting for its own statement, and gets its own answer.
@@ -87,20 +87,18 @@ describe("groups of calls sharing one statement", () => {
 
   test("stalled statements count against maxRunning: past it, calls wait for one to end", async () => {
     const { groups, releases, run } = heldRuns();
-    const grouped = createGroups(run, { concurrency: 1, stallMs: 20, maxRunning: 2 });
+    const timers = manualTimers();
+    const grouped = createGroups(run, { concurrency: 1, stallMs: 20, maxRunning: 2, timers });
     const answers = [grouped.add(1), grouped.add(2)];
-    const started = performance.now();
-    while (groups.length < 2 && performance.now() - started < 5_000) await Bun.sleep(5);
+    await timers.advance(20);
     expect(groups).toEqual([[1], [2]]);
     answers.push(grouped.add(3));
     // Both statements are stalled and both are out: the third call waits however long they take.
-    const waitedFrom = performance.now();
-    while (performance.now() - waitedFrom < 100) await Bun.sleep(10);
+    await timers.advance(10_000);
     expect(groups).toEqual([[1], [2]]);
     // One ends: the third goes out, the second having been out past stallMs by then.
     releases[0]?.();
-    const endedAt = performance.now();
-    while (groups.length < 3 && performance.now() - endedAt < 5_000) await Bun.sleep(5);
+    await timers.advance(0);
     expect(groups).toEqual([[1], [2], [3]]);
     releases[1]?.();
     releases[2]?.();
@@ -109,8 +107,10 @@ describe("groups of calls sharing one statement", () => {
 
   test("a statement that ends in time keeps grouping as before: nothing leaves early", async () => {
     const { groups, releases, run } = heldRuns();
-    const grouped = createGroups(run, { concurrency: 1, stallMs: 200 });
+    const timers = manualTimers();
+    const grouped = createGroups(run, { concurrency: 1, stallMs: 200, timers });
     const answers = [1, 2, 3].map((item) => grouped.add(item));
+    await timers.advance(199);
     releases[0]?.();
     await settle();
     expect(groups).toEqual([[1], [2, 3]]);
