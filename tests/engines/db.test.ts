@@ -1,9 +1,12 @@
 import { Database } from "bun:sqlite";
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { onSqlite } from "../support/helpers";
 import { scratchDir } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(async () => {

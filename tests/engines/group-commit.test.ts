@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +8,10 @@ import { prepareWrites, type WriteSql } from "../../src/db/sqlite/write-statemen
 import { probing } from "../../src/db/sqlite/writer";
 import { StoreUnavailable } from "../../src/db/store-errors";
 import { onSqlite } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /** An in-memory database that counts the transactions committed on it. */
 function countingDatabase() {

@@ -3,9 +3,12 @@
  * `LOCK TABLE` in a psql shell): requests wait at most the statement timeout, past
  * MAX_IN_FLIGHT they are refused at once, and nothing is lost or changed.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { SQL } from "bun";
 import { expectError, makeTestApp, onPostgres } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 describe.if(onPostgres)("a lock on plants held by another session (PostgreSQL)", () => {
   test("waiting requests get 503 busy at the statement timeout, those past MAX_IN_FLIGHT a 503 at once; the data is unchanged and the service answers again once the lock is gone", async () => {

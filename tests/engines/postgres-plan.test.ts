@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { ReservedSQL, SQL } from "bun";
 import { getTableConfig } from "drizzle-orm/pg-core";
 import { connect } from "../../src/db/postgres/client";
@@ -6,6 +6,9 @@ import { createPostgresPlantStore } from "../../src/db/postgres/plants";
 import * as schema from "../../src/db/postgres/schema";
 import { LIST_CHUNK_SIZE, type PlantFilter } from "../../src/db/stores";
 import { freshPostgresDatabase, onPostgres, postgresTarget, recordingClient } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * PostgreSQL's own plan test (SQLite's is query-plan.test.ts). The statements are the ones the

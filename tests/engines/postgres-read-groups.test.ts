@@ -1,8 +1,11 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { SQL } from "bun";
 import { createPostgresTokenStore } from "../../src/db/postgres/tokens";
 import type { PlantFilter, TokenStore } from "../../src/db/stores";
 import { eachRecordedPlantStore, onPostgres, recordedPostgres, type SentStatement } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * PostgreSQL's reads in groups (src/db/postgres/groups.ts): token lookups (tokens.ts) and pages

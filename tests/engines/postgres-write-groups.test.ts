@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { SQL } from "bun";
 import { createGroupInsert } from "../../src/db/postgres/group-insert";
 import {
@@ -8,6 +8,9 @@ import {
   recordedPostgres,
   type SentStatement,
 } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)

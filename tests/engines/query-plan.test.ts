@@ -1,9 +1,12 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { LIST_SHAPES } from "../../src/db/list-shapes";
 import { READ_SQL } from "../../src/db/sqlite/built-sql";
 import { openDatabase } from "../../src/db/sqlite/client";
 import type { ListShape } from "../../src/db/sqlite/list-query";
 import { onSqlite } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /**
  * What SQLite plans for the list statement the plant store runs with these filters (and ids

@@ -1,7 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { hashToken } from "../../src/auth/tokens";
 import { makeTestApp, onPostgres, onSqlite } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 describe("tokens", () => {
   test.if(onSqlite)("are pst_ plus 256 random bits, and only their SHA-256 hash is stored", async () => {

@@ -4,7 +4,7 @@
  * the hot read route is compiled synchronous, so a list costs no promise.
  */
 import { Database } from "bun:sqlite";
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,10 @@ import type { WriteSql } from "../../src/db/sqlite/write-statements";
 import { StoreUnavailable } from "../../src/db/store-errors";
 import type { Stores } from "../../src/db/stores";
 import { makeTestApp, onSqlite } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -1,8 +1,11 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { runBehaviourChecks } from "../../bench/checks";
 import { freshPostgresDatabase, onPostgres } from "../support/helpers";
 import { DIRECT, type RunningServer, runCli, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /**
  * The bench compares the service with its baseline and floor only after both pass

@@ -3,10 +3,13 @@
  * together with Promise.all over fetch (keep-alive connections), and the outcomes must be
  * exactly what serialised execution would allow.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { onSqlite } from "../support/helpers";
 import { type RunningServer, runCli, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN = -9223372036854775808n;

@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { DrizzleQueryError } from "drizzle-orm";
@@ -15,6 +15,9 @@ import { plants } from "../../src/db/sqlite/schema";
 import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite } from "../support/helpers";
 import { runToExit, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(async () => {

@@ -1,10 +1,13 @@
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { expectError } from "../support/helpers";
 import { type RunningServer, runCli, runToExit, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * A real disk filling up: the database lives on a 2 MB tmpfs (mounting one needs root, which

@@ -1,10 +1,13 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { expectError } from "../support/helpers";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { openRaw, type RawResponse } from "../support/raw-http";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
 

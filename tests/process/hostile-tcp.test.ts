@@ -3,13 +3,16 @@
  * lines, bad framing, pipelining, half-sent bodies). Whatever arrives, the answer is never a 5xx
  * and the server keeps serving. The in-process properties are in tests/api/hostile.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import fc from "fast-check";
 import { onSqlite } from "../support/helpers";
 import { check, clip, HOSTILE_RUNS as RUNS } from "../support/hostile-arbitraries";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { within } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 // ---------------------------------------------------------------------------------------------
 // The real server, over raw TCP: what fetch cannot send

@@ -2,13 +2,16 @@
  * Several instances on one PostgreSQL database, as real processes: what must hold across them
  * (SPEC.md, "Additions (second round)" → PostgreSQL). Each test starts on a database of its own.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { SQL } from "bun";
 import { EMBEDDED_MIGRATIONS } from "../../src/db/postgres/client";
 import { emptyPostgresDatabase, onPostgres } from "../support/helpers";
 import { storedIds, writeLoad } from "../support/load";
 import { DIRECT, type RunningServer, runCli, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const TOKEN_LINE = /^pst_[A-Za-z0-9_-]{43}$/gm;
 

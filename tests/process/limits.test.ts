@@ -1,9 +1,12 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { openRaw } from "../support/raw-http";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 let scratch: ReturnType<typeof scratchDir>;
 let server: RunningServer;

@@ -1,7 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { formatDocument, OPENAPI_FILE, servedDocument } from "../../scripts/openapi";
 import { scratchDir } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const OUT_OF_DATE = "openapi.json differs from the document served at /swagger/json: run `bun run openapi`";

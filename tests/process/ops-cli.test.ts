@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
@@ -10,6 +10,9 @@ import { EMBEDDED_MIGRATIONS } from "../../src/db/sqlite/migrations";
 import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite, writeClashingDatabase } from "../support/helpers";
 import { runCli, runToExit, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 let scratch: ReturnType<typeof scratchDir>;
 beforeEach(() => {

@@ -1,8 +1,11 @@
 /** The server as it runs: its log lines on stdout, LOG_LEVEL and LOG_FORMAT, the metrics listener. The same app in process: tests/api/ops.test.ts. */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { onSqlite } from "../support/helpers";
 import { type RunningServer, runToExit, scratchDir, startServer } from "../support/process";
 import { parsePrometheusText, sample } from "../support/prometheus";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 describe.if(onSqlite)("the running server", () => {
   let server: RunningServer | undefined;

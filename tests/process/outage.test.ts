@@ -3,12 +3,15 @@
  * own (so halting it disturbs no other test), a write load running through both, then the
  * server stopped (connections refused) or frozen (SIGSTOP: connections open, nothing answers).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { type Cluster, createDatabase, startCluster } from "../../scripts/pg-cluster";
 import { onPostgres } from "../support/helpers";
 import { HANG_MS, statusOf, storedIds, type WriteLoad, writeLoad } from "../support/load";
 import { type RunningServer, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /** Small timeouts so the failure answers come fast; the deadline is their sum. */
 const CONNECT_TIMEOUT_MS = 1_000;

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SQL } from "bun";
@@ -6,6 +6,9 @@ import { withoutPassword } from "../../src/config";
 import { EMBEDDED_MIGRATIONS } from "../../src/db/postgres/client";
 import { emptyPostgresDatabase, freshPostgresDatabase, onPostgres } from "../support/helpers";
 import { runToExit, scratchDir } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * The operator's commands on PostgreSQL, run as a user would: `bun run cli ...` with

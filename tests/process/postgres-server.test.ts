@@ -1,9 +1,12 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { SQL } from "bun";
 import { withoutPassword } from "../../src/config";
 import { emptyPostgresDatabase, onPostgres } from "../support/helpers";
 import { type RunningServer, runCli, runToExit, startServer } from "../support/process";
 import { parsePrometheusText, type Sample } from "../support/prometheus";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * The real server process (`bun run start`) on PostgreSQL, from an empty database on; SQLite's

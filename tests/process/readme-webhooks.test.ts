@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_RETRY_DELAYS_MS } from "../../src/config";
@@ -7,6 +7,9 @@ import { ATTEMPT_TIMEOUT_MS, LEASE_MS } from "../../src/webhooks/dispatcher";
 import { MAX_ENDPOINTS } from "../../src/webhooks/routes";
 import { newSecret, signedHeaders } from "../../src/webhooks/signing";
 import { runToExit, scratchDir } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /**
  * The README's receiver snippets, run as a receiver would paste them: each fenced block is

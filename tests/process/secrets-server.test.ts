@@ -1,11 +1,14 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { hashToken } from "../../src/auth/tokens";
 import { freshPostgresDatabase, onPostgres, onSqlite } from "../support/helpers";
 import { runCli, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
 import { startReceiver } from "../support/webhook-receiver";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 describe("secrets stay secret, on the real server", () => {
   test.if(onSqlite)(

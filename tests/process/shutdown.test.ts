@@ -1,9 +1,12 @@
 import { Database } from "bun:sqlite";
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { holdRequestInFlight } from "../support/held-request";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 let scratch: ReturnType<typeof scratchDir>;
 let dbPath: string;

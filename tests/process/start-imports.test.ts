@@ -6,8 +6,11 @@
  * generator, pino-pretty and the PostgreSQL stores; and, when they are loaded, the PostgreSQL
  * stores' Drizzle (pg-core, its driver, the schema).
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const ROOT = join(import.meta.dir, "../..");
 

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { connect } from "../../src/db/postgres/client";
 import { createPostgresStores, guardOf } from "../../src/db/postgres/stores";
@@ -9,8 +9,11 @@ import { POLL_MS } from "../../src/webhooks/dispatcher";
 import { newSecret } from "../../src/webhooks/signing";
 import { ENGINE, freshPostgresDatabase, onPostgres, postgresTarget } from "../support/helpers";
 import { runToExit, scratchDir } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
 import { startDispatcher, startReceiver } from "../support/webhook-receiver";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
  * `bun run cli webhook failed|redeliver` run as an operator runs them, on the database of the

@@ -3,15 +3,18 @@
  * the 200s, and on PostgreSQL two instances on one database send each delivery once.
  */
 import { Database } from "bun:sqlite";
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { LEASE_MS } from "../../src/webhooks/dispatcher";
 import { holdRequestInFlight } from "../support/held-request";
 import { ENGINE, freshPostgresDatabase, onPostgres } from "../support/helpers";
 import { DIRECT, type RunningServer, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
 import { never, startReceiver } from "../support/webhook-receiver";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
 

@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeEach, setDefaultTimeout } from "bun:test";
 import { onPostgres, openedStores } from "./helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "./timeouts";
 
-// For the first test file only (Bun 1.4.5 resets it per file): `bun run test` passes
-// --timeout=30000 for every file, and the slowest tests give their own.
-setDefaultTimeout(30_000);
+// For the first test file only (Bun 1.4.5 resets it per file): the files in tests/process and
+// tests/engines each set it again (support/timeouts.ts), and `bun run test` passes --timeout.
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 // On PostgreSQL every test app holds a pool: the stores a test opened are closed after it, so
 // connections never pile up past max_connections; those opened outside a test (a file's
