@@ -72,14 +72,16 @@ const SEEDED: Array<{ owner: "alice" | "bob"; text: string }> = [
 
 async function makeWorld(): Promise<World> {
   const t = await makeTestApp();
-  const token = await t.tokenFor("alice");
-  const bobToken = await t.tokenFor("bob");
+  const alice = await t.user("alice");
+  const bob = await t.user("bob");
   for (const { owner, text } of SEEDED) {
-    const response = await t.call("POST", "/plants", { token: owner === "alice" ? token : bobToken, json: text });
+    const response = await t.call("POST", "/plants", {
+      token: owner === "alice" ? alice.token : bob.token,
+      json: text,
+    });
     expect(response.status).toBe(200);
   }
-  const alice = t.sqlite.query("SELECT id FROM users WHERE name = 'alice'").get() as { id: number };
-  return { t, token, aliceId: alice.id };
+  return { t, token: alice.token, aliceId: alice.id };
 }
 
 /** Every stored byte of every plant, one string per row (owner, exact id, name, tag). */

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -16,7 +17,7 @@ const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOT = join(new URL("../..", import.meta.url).pathname, "test-artifacts", "swagger.png");
 
 /** The bootstrap token the first start prints (alone on a line, or inside a JSON log line). */
-const tokenOf = (server: RunningServer) => /pst_[A-Za-z0-9_-]+/.exec(server.startupOutput)?.[0] as string;
+const tokenOf = bootstrapToken;
 
 /** An operation block of Swagger UI, e.g. `DELETE /plants/{id}`. */
 const operation = (page: Page, method: string, path: string) =>

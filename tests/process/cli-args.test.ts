@@ -5,6 +5,7 @@ import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite } from "../support/helpers";
 import { runToExit, scratchDir } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { usersOnFile } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -23,10 +24,7 @@ const firstLine = (text: string) => text.split("\n")[0];
 
 /** Three tokens, ids 1 to 3, issued straight into the database. */
 async function seedTokens() {
-  const { sqlite } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
-  const tokens = createSqliteTokenStore(sqlite);
-  for (const user of ["alice", "bob", "carol"]) await tokens.issue(user);
-  sqlite.close();
+  await usersOnFile(env.DATABASE_URL as string, ["alice", "bob", "carol"]);
 }
 
 async function tokenStatuses(): Promise<string[]> {

@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { onSqlite } from "../support/helpers";
-import { type RunningServer, runCli, scratchDir, startServer } from "../support/process";
+import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { userFromCli } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -19,13 +20,7 @@ let server: RunningServer;
 let env: Record<string, string>;
 
 /** Each test gets its own user, so its listing holds only its own plants. */
-async function tokenFor(user: string): Promise<string> {
-  const created = await runCli(["token", "create", "--user", user], env);
-  expect(created.code).toBe(0);
-  const token = created.stdout.trimEnd().split("\n").at(-1) ?? "";
-  expect(token).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
-  return token;
-}
+const tokenFor = (user: string) => userFromCli(env, user);
 
 function create(token: string, id: bigint, name: string, tag?: string) {
   // The id goes out as a bare JSON integer, digit for digit.

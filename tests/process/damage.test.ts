@@ -12,10 +12,10 @@ import {
 } from "../../src/db/health";
 import { closeDatabase, openDatabase } from "../../src/db/sqlite/client";
 import { plants } from "../../src/db/sqlite/schema";
-import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite } from "../support/helpers";
 import { runToExit, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { type TestUser, usersOnFile } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -33,8 +33,8 @@ const DAMAGED_BYTES = 2800;
  * middle of the file, inside the plants table's pages. Returns that user's token.
  */
 async function damagedDatabase(path: string): Promise<string> {
+  const [{ token }] = (await usersOnFile(path)) as [TestUser];
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-  const { token } = await createSqliteTokenStore(sqlite).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, 'seed')");
   sqlite.transaction(() => {
     for (let id = 1; id <= PLANTS; id++) insert.run(id, `Plant ${id}`);

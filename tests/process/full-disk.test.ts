@@ -6,6 +6,7 @@ import { expectError } from "../support/helpers";
 import { type RunningServer, runCli, runToExit, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -42,7 +43,7 @@ describe("a full disk", () => {
     try {
       server = await startServer({ DATABASE_URL: dbPath, RATE_LIMIT_PER_MINUTE: "0" });
       const url = server.url;
-      const admin = { authorization: `Bearer ${server.startupOutput.match(/^pst_\S+$/m)?.[0]}` };
+      const admin = { authorization: `Bearer ${bootstrapToken(server)}` };
       // A token never used yet: its first use is due to be recorded, a write on the read path.
       const created = await runCli(["token", "create", "--user", "bob"], { DATABASE_URL: dbPath });
       const bob = { authorization: `Bearer ${created.stdout.trim().split("\n").at(-1)}` };

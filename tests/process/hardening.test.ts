@@ -6,10 +6,11 @@ import { type RunningServer, scratchDir, startServer } from "../support/process"
 import { openRaw, type RawResponse } from "../support/raw-http";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
-const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+const tokenOf = bootstrapToken;
 
 /** One request on its own connection, written byte for byte as given. */
 async function rawRequest(url: string, head: string): Promise<RawResponse> {

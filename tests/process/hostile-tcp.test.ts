@@ -11,6 +11,7 @@ import { check, clip, HOSTILE_RUNS as RUNS } from "../support/hostile-arbitrarie
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { within } from "../support/until";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -113,7 +114,7 @@ describe.if(onSqlite)("hostile bytes over TCP, real server", () => {
     const scratch = scratchDir();
     cleanup = scratch.cleanup;
     server = await startServer({ DATABASE_URL: `${scratch.dir}/hostile.sqlite`, RATE_LIMIT_PER_MINUTE: "0" });
-    token = server.startupOutput.split("\n").find((line) => line.startsWith("pst_")) ?? "";
+    token = bootstrapToken(server);
     expect(token).toStartWith("pst_");
     auth = `Authorization: Bearer ${token}\r\n`;
     for (const body of ['{"id":1,"name":"Fern"}', '{"id":9223372036854775807,"name":"Max","tag":"t"}']) {

@@ -5,6 +5,7 @@ import { type RunningServer, scratchDir, startServer } from "../support/process"
 import { openRaw } from "../support/raw-http";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -19,7 +20,7 @@ beforeAll(async () => {
     IDLE_TIMEOUT_SECONDS: "2",
     BODY_LIMIT_BYTES: "4096",
   });
-  token = server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+  token = bootstrapToken(server);
 });
 afterAll(async () => {
   expect(await server.stop()).toBe(0);
@@ -87,7 +88,7 @@ describe("the cap on concurrent work", () => {
     const own = scratchDir();
     const dbPath = join(own.dir, "plants.sqlite");
     const capped = await startServer({ DATABASE_URL: dbPath, MAX_IN_FLIGHT: "2", WRITE_LOCK_TIMEOUT_MS: "60000" });
-    const cappedToken = capped.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+    const cappedToken = bootstrapToken(capped);
     const headers = { authorization: `Bearer ${cappedToken}`, "content-type": "application/json" };
     // Another process's write lock keeps the first writes waiting for their commit.
     const holder = new Database(dbPath);
@@ -127,7 +128,7 @@ describe("the cap on concurrent work", () => {
   test("requests still sending their body do not count: a valid token's slow bodies starve nothing", async () => {
     const own = scratchDir();
     const capped = await startServer({ DATABASE_URL: join(own.dir, "plants.sqlite"), MAX_IN_FLIGHT: "2" });
-    const cappedToken = capped.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+    const cappedToken = bootstrapToken(capped);
     const held = await Promise.all(
       [1, 2, 3, 4].map(async () => {
         const raw = await openRaw(capped.url);
@@ -198,7 +199,7 @@ describe("slow and anonymous bodies", () => {
   test("a body that stops arriving is cut off at BODY_TIMEOUT_MS with a 408 and a closed connection", async () => {
     const own = scratchDir();
     const slow = await startServer({ DATABASE_URL: join(own.dir, "plants.sqlite"), BODY_TIMEOUT_MS: "300" });
-    const slowToken = slow.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+    const slowToken = bootstrapToken(slow);
     try {
       for (const framing of ["Content-Length: 100\r\n", "Transfer-Encoding: chunked\r\n"]) {
         const raw = await openRaw(slow.url);

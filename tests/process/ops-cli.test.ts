@@ -7,10 +7,10 @@ import { migrate as migrateFromFolder } from "drizzle-orm/bun-sqlite/migrator";
 import { migrationsFolderOf } from "../../src/db/migrations-macro";
 import { closeDatabase, openDatabase } from "../../src/db/sqlite/client";
 import { EMBEDDED_MIGRATIONS } from "../../src/db/sqlite/migrations";
-import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite, writeClashingDatabase } from "../support/helpers";
 import { runCli, runToExit, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { usersOnFile } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -57,10 +57,8 @@ function tableNames(path: string): string[] {
 
 /** A migrated database with two users, their tokens and plants; the writer stays open. */
 async function populatedDatabase(path: string) {
+  await usersOnFile(path, ["alice", "bob"]);
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-  const tokens = createSqliteTokenStore(sqlite);
-  await tokens.issue("alice");
-  await tokens.issue("bob");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?)");
   insert.run(1, 9223372036854775807n, "Fern", null);
   insert.run(1, -9223372036854775808n, "Cactus", "");

@@ -4,6 +4,7 @@ import { onSqlite } from "../support/helpers";
 import { type RunningServer, runToExit, scratchDir, startServer } from "../support/process";
 import { parsePrometheusText, sample } from "../support/prometheus";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -19,7 +20,7 @@ describe.if(onSqlite)("the running server", () => {
   test("every line on stdout after the first-start token is a JSON log line", async () => {
     scratch = scratchDir();
     server = await startServer({ DATABASE_URL: `${scratch.dir}/plants.sqlite` });
-    const token = server.startupOutput.match(/^pst_\S+$/m)?.[0];
+    const token = bootstrapToken(server);
     // Without METRICS_PORT there is no metrics listener.
     expect(server.startupOutput).not.toContain("metrics");
     expect((await fetch(`${server.url}/plants`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);

@@ -2,10 +2,10 @@ import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { closeDatabase, openDatabase } from "../../src/db/sqlite/client";
-import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite } from "../support/helpers";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { type TestUser, usersOnFile } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -30,8 +30,8 @@ afterEach(async () => {
 
 /** A store whose one user owns `count` plants; returns that user's token. */
 async function seedStore(path: string, count: number): Promise<string> {
+  const [{ token }] = (await usersOnFile(path)) as [TestUser];
   const { sqlite } = openDatabase({ path, synchronous: "NORMAL" });
-  const { token } = await createSqliteTokenStore(sqlite, Date.now).issue("alice");
   const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (1, ?, ?, ?)");
   sqlite.transaction(() => {
     for (let id = 1; id <= count; id++) insert.run(id, `Plant ${id}`, id % 2 === 0 ? "seed" : null);

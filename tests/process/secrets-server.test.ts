@@ -6,6 +6,7 @@ import { freshPostgresDatabase, onPostgres, onSqlite } from "../support/helpers"
 import { runCli, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+import { bootstrapToken } from "../support/users";
 import { startReceiver } from "../support/webhook-receiver";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
@@ -65,7 +66,7 @@ describe("secrets stay secret, on the real server", () => {
     };
     try {
       const server = await startServer(env);
-      const token = server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+      const token = bootstrapToken(server);
       const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
       const secrets: string[] = [];
       for (const path of ["/ok", "/fails"]) {

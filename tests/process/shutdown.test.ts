@@ -3,8 +3,9 @@ import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { holdRequestInFlight } from "../support/held-request";
-import { type RunningServer, scratchDir, startServer } from "../support/process";
+import { scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { bootstrapToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -16,7 +17,7 @@ beforeEach(async () => {
 });
 afterEach(() => scratch.cleanup());
 
-const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+const tokenOf = bootstrapToken;
 
 describe("graceful shutdown", () => {
   test("SIGTERM lets a request in flight finish, checkpoints the WAL and exits 0", async () => {

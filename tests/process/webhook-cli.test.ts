@@ -11,6 +11,7 @@ import { ENGINE, freshPostgresDatabase, onPostgres, postgresTarget } from "../su
 import { runToExit, scratchDir } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+import { userWithToken } from "../support/users";
 import { startDispatcher, startReceiver } from "../support/webhook-receiver";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
@@ -63,8 +64,7 @@ function receiver(...args: Parameters<typeof startReceiver>) {
 
 /** A user with endpoints at `urls` (ids in that order), and one plant: a delivery to each. */
 async function plantWithEndpoints(stores: Stores, urls: string[]) {
-  const { token } = await stores.tokens.issue("alice");
-  const owner = (await stores.tokens.authenticate(token))?.id as number;
+  const { id: owner } = await userWithToken(stores.tokens);
   const endpoints: number[] = [];
   for (const url of urls)
     endpoints.push(((await stores.webhooks.register(owner, url, newSecret(), 10)) as { id: number }).id);

@@ -12,11 +12,12 @@ import { ENGINE, freshPostgresDatabase, onPostgres } from "../support/helpers";
 import { DIRECT, type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
+import { bootstrapToken } from "../support/users";
 import { never, startReceiver } from "../support/webhook-receiver";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
-const tokenOf = (server: RunningServer) => server.startupOutput.match(/^pst_\S+$/m)?.[0] as string;
+const tokenOf = bootstrapToken;
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

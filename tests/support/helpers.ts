@@ -9,6 +9,7 @@ import { type AppDatabase, openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
 import type { Stores } from "../../src/db/stores";
 import type { Resolver } from "../../src/webhooks/send";
+import { userWithToken } from "./users";
 
 export const BASE = "http://localhost";
 
@@ -233,7 +234,9 @@ export async function makeTestApp(
       expect(response.status).toBe(200);
     },
     /** Issues a token for `user` (created if needed) and returns the secret. */
-    tokenFor: async (user: string) => (await tokens.issue(user)).token,
+    tokenFor: async (user: string) => (await userWithToken(tokens, user)).token,
+    /** A user (created if needed) with a new token: name, id and token. */
+    user: (name = "alice") => userWithToken(tokens, name),
   };
 }
 
