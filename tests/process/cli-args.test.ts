@@ -4,10 +4,10 @@ import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
 import { onSqlite } from "../support/helpers";
 import { runToExit, scratchDir } from "../support/process";
-import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { CLI_FAN_OUT_TIMEOUT_MS } from "../support/timeouts";
 import { usersOnFile } from "../support/users";
 
-setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
+setDefaultTimeout(CLI_FAN_OUT_TIMEOUT_MS);
 
 let scratch: ReturnType<typeof scratchDir>;
 let env: Record<string, string>;

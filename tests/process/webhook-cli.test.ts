@@ -9,12 +9,12 @@ import { POLL_MS } from "../../src/webhooks/dispatcher";
 import { newSecret } from "../../src/webhooks/signing";
 import { ENGINE, freshPostgresDatabase, onPostgres, postgresTarget } from "../support/helpers";
 import { runToExit, scratchDir } from "../support/process";
-import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { CLI_FAN_OUT_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
 import { userWithToken } from "../support/users";
 import { startDispatcher, startReceiver } from "../support/webhook-receiver";
 
-setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
+setDefaultTimeout(CLI_FAN_OUT_TIMEOUT_MS);
 
 /*
  * `bun run cli webhook failed|redeliver` run as an operator runs them, on the database of the

@@ -7,3 +7,9 @@
  * only, and bunfig.toml has no such setting. `bun run test` also passes --timeout.
  */
 export const SLOW_TEST_TIMEOUT_MS = 30_000;
+
+/**
+ * For files whose tests start a dozen or more CLI processes at once (each loads the whole CLI):
+ * on two cores that is CPU-bound, and several times slower when another job shares the machine.
+ */
+export const CLI_FAN_OUT_TIMEOUT_MS = 90_000;
