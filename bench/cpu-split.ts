@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { createDatabase, startCluster } from "../scripts/pg-cluster";
-import { runCli, startServer } from "../tests/process";
+import { runCli, startServer } from "../tests/support/process";
 import { SCENARIOS } from "./rounds";
 import { wrk } from "./wrk";
 

@@ -9,7 +9,7 @@ import { Database } from "bun:sqlite";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { closeDatabase, openDatabase } from "../src/db/sqlite/client";
-import { scratchDir } from "../tests/process";
+import { scratchDir } from "../tests/support/process";
 
 const USERS = 1000;
 const PLANTS_PER_USER = 1000;

@@ -3,8 +3,8 @@
  * the real server mid-write and checks the database file; exits 1 on any loss, phantom row,
  * corrupt row or failed integrity check. CRASH_SEED=<n> replays a run's random choices.
  */
-import { crashRunProblems, runCrashRounds } from "../tests/crash-harness";
-import { scratchDir } from "../tests/process";
+import { crashRunProblems, runCrashRounds } from "../tests/support/crash-harness";
+import { scratchDir } from "../tests/support/process";
 
 const arg = process.argv[2];
 const rounds = arg === undefined ? 30 : Number(arg);

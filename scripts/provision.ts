@@ -38,15 +38,15 @@ function pgBinProblem(): string | undefined {
 
 function needs(postgres: boolean): Need[] {
   const list: Need[] = [
-    // tests/browser.test.ts drives the system chromium through playwright-core: no browser download.
+    // tests/process/browser.test.ts drives the system chromium through playwright-core: no browser download.
     { pkg: "chromium", problem: () => (executable(CHROMIUM) ? undefined : `${CHROMIUM} is missing`) },
-    // tests/ops.test.ts reads /metrics with the Prometheus project's own parser.
+    // tests/api/ops.test.ts reads /metrics with the Prometheus project's own parser.
     {
       pkg: "python3-prometheus-client",
       problem: () =>
         pythonImports("prometheus_client.parser") ? undefined : `${PYTHON} cannot import prometheus_client`,
     },
-    // tests/webhook-send.test.ts makes a certificate for its https receiver.
+    // tests/unit/webhook-send.test.ts makes a certificate for its https receiver.
     { pkg: "openssl", problem: () => (Bun.which("openssl") ? undefined : "openssl is missing") },
   ];
   // The postgres run starts throwaway clusters with initdb and pg_ctl (scripts/pg-cluster.ts).

@@ -115,6 +115,8 @@ function testEnv(extra: Record<string, string>): Record<string, string | undefin
     delete env.TEST_DATABASE;
     delete env.TEST_DATABASE_URL;
   }
+  // The full run digs deeper into hostile input than the fast loop (tests/support/hostile-arbitraries.ts).
+  env.HOSTILE_RUNS ??= "300";
   // Piped output loses bun test's colours; keep them when a person is watching.
   if (process.stdout.isTTY && env.NO_COLOR === undefined) env.FORCE_COLOR ??= "1";
   return env;

@@ -1,3 +1,5 @@
+import { systemTimers, type Timers } from "./deadline";
+
 /** One call waiting for its group's statement. */
 export interface Waiting<Item, Result> {
   item: Item;
@@ -17,6 +19,7 @@ export interface GroupOptions {
   stallMs?: number;
   /** Statements running at once, stalled ones included. */
   maxRunning?: number;
+  timers?: Timers;
 }
 
 /**
@@ -43,19 +46,19 @@ export interface GroupOptions {
  */
 export function createGroups<Item, Result>(
   run: (group: Array<Waiting<Item, Result>>) => Promise<void>,
-  { maxSize = 256, concurrency = 1, stallMs = 50, maxRunning = 2 }: GroupOptions = {},
+  { maxSize = 256, concurrency = 1, stallMs = 50, maxRunning = 2, timers = systemTimers }: GroupOptions = {},
 ) {
   let queue: Array<Waiting<Item, Result>> = [];
   /** Statements in flight, by when they went out; `stalled` ones no longer hold a slot. */
   const inFlight = new Set<{ started: number; stalled: boolean }>();
   let holdingSlots = 0;
-  let watch: ReturnType<typeof setTimeout> | undefined;
+  let watch: { unref(): unknown } | undefined;
 
   function pump() {
     while (holdingSlots < concurrency && inFlight.size < maxRunning && queue.length > 0) {
       const group = queue.length <= maxSize ? queue : queue.slice(0, maxSize);
       queue = queue.length <= maxSize ? [] : queue.slice(maxSize);
-      const statement = { started: performance.now(), stalled: false };
+      const statement = { started: timers.now(), stalled: false };
       inFlight.add(statement);
       holdingSlots++;
       run(group)
@@ -77,10 +80,10 @@ export function createGroups<Item, Result>(
     let oldest = Number.POSITIVE_INFINITY;
     for (const statement of inFlight) if (!statement.stalled) oldest = Math.min(oldest, statement.started);
     if (oldest === Number.POSITIVE_INFINITY) return;
-    watch = setTimeout(
+    watch = timers.setTimeout(
       () => {
         watch = undefined;
-        const now = performance.now();
+        const now = timers.now();
         for (const statement of inFlight) {
           if (!statement.stalled && now - statement.started >= stallMs) {
             statement.stalled = true;
@@ -89,7 +92,7 @@ export function createGroups<Item, Result>(
         }
         pump();
       },
-      Math.max(0, oldest + stallMs - performance.now()),
+      Math.max(0, oldest + stallMs - timers.now()),
     );
     // A stopping process is not held by it: every call still waits for its own statement.
     watch.unref();

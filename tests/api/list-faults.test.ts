@@ -1,0 +1,44 @@
+/**
+ * The list route is compiled as synchronous (the hot path); a store call of its that fails
+ * asynchronously must still become the Error body, on either engine: Elysia does not catch the
+ * rejection of a promise a synchronous handler returns (found on PostgreSQL with a locked table,
+ * where app.handle itself rejected and the real server answered 500).
+ */
+import { describe, expect, test } from "bun:test";
+import { StoreUnavailable } from "../../src/core/failures";
+import { expectError, makeTestApp } from "../support/helpers";
+
+const PATHS = ["/plants?limit=5", "/plants?limit=5&tag=x", "/plants", "/plants?limit=5000"];
+
+describe("a list whose store call fails after the handler returned", () => {
+  for (const [kind, status, message] of [
+    ["unreachable", 503, /cannot be reached/],
+    ["timeout", 503, /did not answer in time/],
+    ["busy", 503, /busy/],
+  ] as const) {
+    test(`${kind}: every shape of list answers ${status} with the Error body`, async () => {
+      const t = await makeTestApp();
+      const token = await t.tokenFor("alice");
+      await t.createPlant("1", "Fern", token);
+      const failing = () => Promise.reject(new StoreUnavailable(kind));
+      t.stores.plants.listPage = failing;
+      t.stores.plants.nthId = failing;
+      for (const path of PATHS) {
+        const response = await t.call("GET", path, { token });
+        expect(await expectError(response, status)).toMatch(message);
+      }
+    });
+  }
+
+  test("anything else is a logged 500 with the Error body, and the next list answers again", async () => {
+    const t = await makeTestApp();
+    const token = await t.tokenFor("alice");
+    await t.createPlant("1", "Fern", token);
+    const { listPage } = t.stores.plants;
+    t.stores.plants.listPage = () => Promise.reject(new TypeError("a bug"));
+    await expectError(await t.call("GET", "/plants?limit=5", { token }), 500);
+    expect(t.logged.map((entry) => entry.message)).toContain("unhandled error");
+    t.stores.plants.listPage = listPage;
+    expect(await (await t.call("GET", "/plants?limit=5", { token })).json()).toEqual([{ name: "Fern" }]);
+  });
+});

@@ -1,0 +1,218 @@
+import { describe, expect, test } from "bun:test";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { makeTestApp } from "../support/helpers";
+
+/** The parts of an OpenAPI document these tests read. */
+interface OpenAPIDocument {
+  info: unknown;
+  security: unknown;
+  paths: Record<string, Record<string, Operation>>;
+  components: {
+    securitySchemes: Record<string, unknown>;
+    schemas: Record<string, { required: string[]; properties: Record<string, { type?: string }> }>;
+  };
+}
+interface Operation {
+  responses: Record<string, { content?: unknown }>;
+  requestBody: { content: Record<string, { schema: unknown }> };
+  parameters: unknown[];
+}
+
+async function fetchDocument() {
+  const t = await makeTestApp();
+  const response = await t.call("GET", "/swagger/json");
+  expect(response.status).toBe(200);
+  return { t, document: (await response.json()) as OpenAPIDocument };
+}
+
+function operation(document: OpenAPIDocument, path: string, method: string): Operation {
+  const found = document.paths[path]?.[method];
+  if (!found) throw new Error(`${method.toUpperCase()} ${path} is not documented`);
+  return found;
+}
+
+describe("OpenAPI document at /swagger/json", () => {
+  test("validates with a standard OpenAPI validator", async () => {
+    const t = await makeTestApp();
+    const raw = await (await t.call("GET", "/swagger/json")).text();
+    await expect(SwaggerParser.validate(JSON.parse(raw))).resolves.toBeDefined();
+  });
+
+  test("declares title, version, MIT license and a global bearer scheme", async () => {
+    const { document } = await fetchDocument();
+    expect(document.info).toMatchObject({ title: "Plant Store", version: "1.0.0", license: { name: "MIT" } });
+    expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(document.security).toEqual([{ bearerAuth: [] }]);
+  });
+
+  test("has the Plant, NewPlant and Error component schemas", async () => {
+    const { document } = await fetchDocument();
+    const { Plant, NewPlant, Error: ErrorSchema } = document.components.schemas;
+    if (!Plant || !NewPlant || !ErrorSchema) throw new Error("a component schema is missing");
+    expect(Plant.required).toEqual(["name"]);
+    expect(Object.keys(Plant.properties).sort()).toEqual(["name", "tag"]);
+    expect(NewPlant.required).toEqual(["id", "name"]);
+    expect(NewPlant.properties.id).toMatchObject({ type: "integer", format: "int64" });
+    expect(NewPlant.properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 256 });
+    expect(NewPlant.properties.tag).toMatchObject({ type: "string", minLength: 0, maxLength: 256 });
+    expect(ErrorSchema.required).toEqual(["error", "message"]);
+    expect(ErrorSchema.properties.error?.type).toBe("integer");
+  });
+
+  test("declares every status the SPEC names on each operation", async () => {
+    const { document } = await fetchDocument();
+    const create = operation(document, "/plants", "post");
+    const list = operation(document, "/plants", "get");
+    const remove = operation(document, "/plants/{id}", "delete");
+    const one = operation(document, "/plants/{id}", "get");
+    const statuses = (op: Operation) => Object.keys(op.responses).sort();
+    expect(statuses(one)).toEqual(["200", "400", "401", "404", "429", "500", "503"]);
+    expect(statuses(create)).toEqual(["200", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
+    expect(statuses(list)).toEqual(["200", "400", "401", "429", "500", "503"]);
+    expect(statuses(remove)).toEqual(["204", "400", "401", "404", "429", "500", "503", "507"]);
+    expect(remove.responses["204"]?.content).toBeUndefined();
+    expect(create.requestBody.content["application/json"]?.schema).toEqual({
+      $ref: "#/components/schemas/NewPlant",
+    });
+    expect(list.parameters).toEqual([
+      expect.objectContaining({
+        name: "limit",
+        in: "query",
+        required: false,
+        schema: expect.objectContaining({ type: "integer", minimum: 0, maximum: 2147483647 }),
+      }),
+      expect.objectContaining({
+        name: "after",
+        in: "query",
+        required: false,
+        schema: expect.objectContaining({ type: "integer", format: "int64" }),
+      }),
+      expect.objectContaining({
+        name: "tag",
+        in: "query",
+        required: false,
+        schema: expect.objectContaining({ type: "string", minLength: 0, maxLength: 256 }),
+      }),
+    ]);
+    const ok = list.responses["200"] as { headers?: Record<string, unknown> };
+    expect(Object.keys(ok.headers ?? {})).toEqual(["Link"]);
+  });
+
+  test("documents only the API: the Swagger routes, health, readiness and metrics are hidden", async () => {
+    const { document } = await fetchDocument();
+    expect(Object.keys(document.paths).sort()).toEqual([
+      "/plants",
+      "/plants/{id}",
+      "/webhooks",
+      "/webhooks/{id}",
+      "/webhooks/{id}/deliveries",
+    ]);
+  });
+
+  test("declares the interface's /plant/webhook with the NewPlant body and the three signing headers", async () => {
+    const { document } = await fetchDocument();
+    const webhook = (document as unknown as { webhooks: Record<string, Record<string, Operation>> }).webhooks[
+      "/plant/webhook"
+    ]?.post;
+    if (!webhook) throw new Error("webhooks./plant/webhook.post is missing");
+    expect(webhook.requestBody.content["application/json"]?.schema).toEqual({ $ref: "#/components/schemas/NewPlant" });
+    expect(webhook.parameters).toEqual(
+      ["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) =>
+        expect.objectContaining({ in: "header", name, required: true }),
+      ),
+    );
+  });
+
+  test("documents the webhook routes with their statuses and models", async () => {
+    const { document } = await fetchDocument();
+    const statuses = (op: Operation) => Object.keys(op.responses).sort();
+    const register = operation(document, "/webhooks", "post");
+    expect(statuses(register)).toEqual(["201", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
+    expect(register.requestBody.content["application/json"]?.schema).toEqual({
+      $ref: "#/components/schemas/NewWebhook",
+    });
+    expect(statuses(operation(document, "/webhooks", "get"))).toEqual(["200", "401", "429", "500", "503"]);
+    expect(statuses(operation(document, "/webhooks/{id}", "delete"))).toEqual([
+      "204",
+      "400",
+      "401",
+      "404",
+      "429",
+      "500",
+      "503",
+      "507",
+    ]);
+    const log = operation(document, "/webhooks/{id}/deliveries", "get");
+    expect(statuses(log)).toEqual(["200", "400", "401", "404", "429", "500", "503"]);
+    expect(log.parameters.map((p) => (p as { name: string }).name).sort()).toEqual(["after", "id", "limit"]);
+    const { RegisteredWebhook, Webhook, Delivery } = document.components.schemas;
+    expect(Object.keys(RegisteredWebhook?.properties ?? {}).sort()).toEqual(["id", "secret", "url"]);
+    expect(Object.keys(Webhook?.properties ?? {}).sort()).toEqual(["createdAt", "disabled", "id", "url"]);
+    expect(Object.keys(Delivery?.properties ?? {}).sort()).toEqual([
+      "attempts",
+      "createdAt",
+      "id",
+      "lastStatus",
+      "nextAttemptAt",
+      "status",
+    ]);
+  });
+});
+
+describe("Swagger UI at /swagger", () => {
+  test("is an HTML page whose assets are served by the service itself", async () => {
+    const t = await makeTestApp();
+    const page = await t.call("GET", "/swagger");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toStartWith("text/html");
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1] as string);
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    for (const asset of assets) {
+      expect(asset).toStartWith("/swagger/assets/");
+      const response = await t.call("GET", asset);
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toMatch(/^text\/(javascript|css)/);
+      expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(1000);
+    }
+    expect(html).toContain("swagger/json");
+  });
+
+  test("an unknown asset is a 404 with the Error body", async () => {
+    const t = await makeTestApp();
+    for (const name of ["secret.txt", "constructor", "__proto__", "..%2Fpackage.json"]) {
+      const response = await t.call("GET", `/swagger/assets/${name}`);
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ error: 404 });
+    }
+  });
+});
+
+describe("where the document and the page are served", () => {
+  test("/openapi.json and /swagger/json/ are the same document as /swagger/json", async () => {
+    const t = await makeTestApp();
+    const documentAt = async (path: string) => {
+      const response = await t.call("GET", path);
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+      return response.json();
+    };
+    const a = await documentAt("/openapi.json");
+    const b = await documentAt("/swagger/json");
+    expect(a).toEqual(b);
+    // The trailing slash once served the document with each schema's $id left in.
+    expect(await documentAt("/swagger/json/")).toEqual(b);
+    expect((a as { info: { title: string } }).info.title).toBe("Plant Store");
+  });
+
+  test("/swagger/ with a trailing slash is the page, naming its document and assets by absolute path", async () => {
+    const t = await makeTestApp();
+    const slash = await t.call("GET", "/swagger/");
+    const plain = await t.call("GET", "/swagger");
+    expect(slash.status).toBe(200);
+    const html = await slash.text();
+    expect(html).toBe(await plain.text());
+    expect(html).toContain('"url":"/swagger/json"');
+    expect(html).toContain('src="/swagger/assets/swagger-ui-bundle.js"');
+  });
+});

@@ -1,0 +1,484 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { Webhook } from "standardwebhooks";
+import { StoreUnavailable } from "../../src/core/failures";
+import { parseJsonExact } from "../../src/http/json-body";
+import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
+import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
+import { until } from "../support/until";
+import { never, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
+
+const MAX = "9223372036854775807";
+const MIN = "-9223372036854775808";
+
+const running: Array<{ stop(): unknown }> = [];
+afterEach(async () => {
+  for (const thing of running.splice(0).reverse()) await thing.stop();
+});
+
+function receiver(...args: Parameters<typeof startReceiver>): Receiver {
+  const started = startReceiver(...args);
+  running.push(started);
+  return started;
+}
+
+/** A test app whose created plants wake a dispatcher on its stores. */
+async function appWithDispatcher(options: { retryDelaysMs?: number[]; timeoutMs?: number } = {}) {
+  let dispatcher: Dispatcher | undefined;
+  const t = await makeTestApp({ webhookAllowPrivate: true, onPlantCreated: () => dispatcher?.wake() });
+  dispatcher = startDispatcher(t.stores, { ...options, ops: t.ops });
+  running.push(dispatcher);
+  return { ...t, dispatcher };
+}
+
+async function register(t: TestApp, token: string, url: string) {
+  const response = await t.call("POST", "/webhooks", { token, json: { url } });
+  expect(response.status).toBe(201);
+  return (await response.json()) as { id: number; url: string; secret: string };
+}
+
+type Delivery = {
+  id: string;
+  status: string;
+  attempts: number;
+  lastStatus: number | null;
+  createdAt: string;
+  nextAttemptAt: string | null;
+};
+
+async function deliveries(t: TestApp, token: string, id: number, query = ""): Promise<Delivery[]> {
+  const response = await t.call("GET", `/webhooks/${id}/deliveries${query}`, { token });
+  expect(response.status).toBe(200);
+  return (await response.json()) as Delivery[];
+}
+
+/** Polls the log until every delivery has left `pending` (or 10 s pass). */
+const settled = (t: TestApp, token: string, id: number, count: number) =>
+  until(() => deliveries(t, token, id), {
+    holds: (list) => list.length === count && list.every((d) => d.status !== "pending"),
+    timeoutMs: 10_000,
+  });
+
+describe(`webhook endpoints (${ENGINE})`, () => {
+  test("register shows the secret once; list never does; delete is 204 then 404; others' are 404", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    const made = await register(t, alice, "http://127.0.0.1:9/hook?x=1");
+    expect(Object.keys(made).sort()).toEqual(["id", "secret", "url"]);
+    expect(made.url).toBe("http://127.0.0.1:9/hook?x=1");
+    expect(made.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(made.secret.slice(6), "base64")).toHaveLength(32);
+
+    const listed = await t.call("GET", "/webhooks", { token: alice });
+    const endpoints = (await listed.json()) as Array<Record<string, unknown>>;
+    expect(endpoints).toHaveLength(1);
+    expect(Object.keys(endpoints[0] as object).sort()).toEqual(["createdAt", "disabled", "id", "url"]);
+    expect(endpoints[0]).toMatchObject({ id: made.id, url: made.url, disabled: false });
+    expect(endpoints[0]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(JSON.stringify(endpoints)).not.toContain(made.secret.slice(6));
+
+    expect(await (await t.call("GET", "/webhooks", { token: bob })).json()).toEqual([]);
+    await expectError(await t.call("DELETE", `/webhooks/${made.id}`, { token: bob }), 404);
+    await expectError(await t.call("GET", `/webhooks/${made.id}/deliveries`, { token: bob }), 404);
+    expect((await t.call("DELETE", `/webhooks/${made.id}`, { token: alice })).status).toBe(204);
+    await expectError(await t.call("DELETE", `/webhooks/${made.id}`, { token: alice }), 404);
+    expect(await (await t.call("GET", "/webhooks", { token: alice })).json()).toEqual([]);
+    await expectError(await t.call("GET", "/webhooks", {}), 401);
+  });
+
+  test("the routes answer like the plant routes: 405 with Allow, 415 and 413 on the body, nothing stored", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true, bodyLimitBytes: 1024 });
+    const alice = await t.tokenFor("alice");
+    const put = await t.call("PUT", "/webhooks", { token: alice, json: { url: "http://127.0.0.1:9/" } });
+    await expectError(put, 405);
+    expect(put.headers.get("allow")).toBe("GET, POST");
+    const patch = await t.call("PATCH", "/webhooks/1/deliveries", { token: alice });
+    await expectError(patch, 405);
+    expect(patch.headers.get("allow")).toBe("GET");
+    const text = { token: alice, body: '{"url":"http://127.0.0.1:9/"}', headers: { "content-type": "text/plain" } };
+    await expectError(await t.call("POST", "/webhooks", text), 415);
+    const huge = { token: alice, json: { url: `http://127.0.0.1:9/${"a".repeat(2000)}` } };
+    await expectError(await t.call("POST", "/webhooks", huge), 413);
+    await expectError(await t.call("POST", "/webhooks", { token: alice, json: "{not json" }), 400);
+    expect(await (await t.call("GET", "/webhooks", { token: alice })).json()).toEqual([]);
+  });
+
+  test("at most 10 endpoints per user: the 11th is 409, and a delete makes room", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++) ids.push((await register(t, alice, `http://127.0.0.1:9/${i}`)).id);
+    expect(
+      await expectError(
+        await t.call("POST", "/webhooks", { token: alice, json: { url: "http://127.0.0.1:9/x" } }),
+        409,
+      ),
+    ).toMatch(/10 webhook endpoints/);
+    await register(t, await t.tokenFor("bob"), "http://127.0.0.1:9/bob");
+    expect((await t.call("DELETE", `/webhooks/${ids[3]}`, { token: alice })).status).toBe(204);
+    await register(t, alice, "http://127.0.0.1:9/again");
+  });
+
+  test("bad URLs are 400 naming the rule; non-public addresses are 400 unless WEBHOOK_ALLOW_PRIVATE", async () => {
+    const strict = await makeTestApp({ webhookAllowPrivate: false });
+    const lax = await makeTestApp({ webhookAllowPrivate: true });
+    const post = (t: TestApp, token: string, body: unknown) => t.call("POST", "/webhooks", { token, json: body });
+    const s = await strict.tokenFor("alice");
+    const l = await lax.tokenFor("alice");
+    for (const [url, rule] of [
+      ["not a url", /absolute http or https/],
+      ["/relative/path", /absolute http or https/],
+      ["ftp://example.com/x", /absolute http or https/],
+      ["javascript:alert(1)", /absolute http or https/],
+      ["http://user:pw@example.com/", /credentials/],
+      ["https://user@example.com/", /credentials/],
+    ] as const) {
+      expect(await expectError(await post(strict, s, { url }), 400)).toMatch(rule);
+      expect(await expectError(await post(lax, l, { url }), 400)).toMatch(rule);
+    }
+    for (const url of [
+      "http://127.0.0.1/",
+      "http://localhost:8080/",
+      "http://169.254.169.254/latest/meta-data",
+      "http://10.1.2.3/",
+      "http://[::1]/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[fd00::1]/",
+      "http://0.0.0.0/",
+    ]) {
+      expect(await expectError(await post(strict, s, { url }), 400)).toMatch(/^url: .*not a public address/);
+    }
+    expect(await expectError(await post(strict, s, { url: "http://no-such-host.invalid/" }), 400)).toMatch(
+      /does not resolve/,
+    );
+    expect((await post(lax, l, { url: "http://localhost:8080/" })).status).toBe(201);
+    await expectError(await post(strict, s, { url: "" }), 400);
+    await expectError(await post(strict, s, { url: `http://example.com/${"a".repeat(2100)}` }), 400);
+    await expectError(await post(strict, s, { nope: 1 }), 400);
+    expect(await (await strict.call("GET", "/webhooks", { token: s })).json()).toEqual([]);
+  });
+});
+
+describe(`webhook deliveries (${ENGINE})`, () => {
+  test("one signed delivery per created plant per endpoint, exact int64 body; none for a 409, none across users", async () => {
+    const hook = receiver();
+    const t = await appWithDispatcher();
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    const a1 = await register(t, alice, hook.url("/a1"));
+    const a2 = await register(t, alice, hook.url("/a2"));
+    const b1 = await register(t, bob, hook.url("/b1"));
+    await t.createPlant(MAX, "Max", alice);
+    const tagged = await t.call("POST", "/plants", {
+      token: alice,
+      json: `{"id":${MIN},"name":"Min \\"quoted\\" é","tag":"t\\u0001"}`,
+    });
+    expect(tagged.status).toBe(200);
+    expect((await t.call("POST", "/plants", { token: alice, json: `{"id":${MAX},"name":"again"}` })).status).toBe(409);
+    await t.createPlant("7", "Bob's", bob);
+
+    const a1Log = await settled(t, alice, a1.id, 2);
+    await settled(t, alice, a2.id, 2);
+    await settled(t, bob, b1.id, 1);
+    expect(a1Log.map((d) => [d.status, d.attempts, d.lastStatus, d.nextAttemptAt])).toEqual([
+      ["delivered", 1, 200, null],
+      ["delivered", 1, 200, null],
+    ]);
+
+    const bodies = (path: string) => hook.at(path).map((r) => r.body);
+    const expected = [`{"id":${MAX},"name":"Max"}`, `{"id":${MIN},"name":"Min \\"quoted\\" é","tag":"t\\u0001"}`];
+    expect(bodies("/a1")).toEqual(expected);
+    expect(bodies("/a2")).toEqual(expected);
+    expect(bodies("/b1")).toEqual(['{"id":7,"name":"Bob\'s"}']);
+    expect(hook.received).toHaveLength(5);
+    // The body's id is exact past 2^53 (JSON.parse would round it).
+    expect((parseJsonExact(bodies("/a1")[0] as string) as { id: bigint }).id).toBe(BigInt(MAX));
+
+    for (const [path, secret] of [
+      ["/a1", a1.secret],
+      ["/a2", a2.secret],
+      ["/b1", b1.secret],
+    ] as const) {
+      for (const got of hook.at(path)) {
+        expect(got.method).toBe("POST");
+        expect(got.headers["content-type"]).toBe("application/json");
+        expect(got.headers["webhook-id"]).toMatch(/^msg_[0-9a-f]{32}$/);
+        expect(Number(got.headers["webhook-timestamp"])).toBeCloseTo(Date.now() / 1000, -2);
+        expect(() => new Webhook(secret).verify(got.body, got.headers)).not.toThrow();
+        expect(() => new Webhook(b1.secret === secret ? a1.secret : b1.secret).verify(got.body, got.headers)).toThrow();
+      }
+    }
+    // The log's ids are the webhook-ids, in creation order.
+    expect(a1Log.map((d) => d.id)).toEqual(hook.at("/a1").map((r) => r.headers["webhook-id"] as string));
+  });
+
+  test("a receiver that fails twice then succeeds sees the same webhook-id three times", async () => {
+    const hook = receiver((_request, nth) => new Response("no", { status: nth <= 2 ? 503 : 204 }));
+    const t = await appWithDispatcher({ retryDelaysMs: [50, 50] });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    await t.createPlant("1", "Fern", alice);
+    const [delivery] = await settled(t, alice, endpoint.id, 1);
+    expect(delivery).toMatchObject({ status: "delivered", attempts: 3, lastStatus: 204, nextAttemptAt: null });
+    const ids = hook.received.map((r) => r.headers["webhook-id"]);
+    expect(ids).toEqual([delivery?.id, delivery?.id, delivery?.id]);
+    // Each attempt is signed with its own timestamp, and each signature verifies.
+    for (const got of hook.received)
+      expect(() => new Webhook(endpoint.secret).verify(got.body, got.headers)).not.toThrow();
+  });
+
+  test("after the last retry a delivery is failed, with nextAttemptAt null; a pending one shows when it is next tried", async () => {
+    const hook = receiver(() => new Response("down", { status: 500 }));
+    const t = await appWithDispatcher({ retryDelaysMs: [50, 60_000] });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    await t.createPlant("1", "Fern", alice);
+    const [waiting] = await until(() => deliveries(t, alice, endpoint.id), {
+      holds: (list) => list[0]?.attempts === 2,
+      timeoutMs: 10_000,
+    });
+    expect(waiting).toMatchObject({ status: "pending", attempts: 2, lastStatus: 500 });
+    const next = Date.parse(waiting?.nextAttemptAt as string) - Date.now();
+    expect(next).toBeGreaterThan(40_000); // 60 s ± 10 % jitter, less the time since
+    expect(next).toBeLessThan(67_000);
+
+    const t2 = await appWithDispatcher({ retryDelaysMs: [] });
+    const bob = await t2.tokenFor("bob");
+    const other = await register(t2, bob, hook.url("/other"));
+    await t2.createPlant("1", "Fern", bob);
+    expect(await settled(t2, bob, other.id, 1)).toMatchObject([
+      { status: "failed", attempts: 1, lastStatus: 500, nextAttemptAt: null },
+    ]);
+  });
+
+  test("a redirect is not followed: it is a failed attempt with its 3xx status", async () => {
+    const target = receiver();
+    const hook = receiver(() => new Response(null, { status: 302, headers: { location: target.url("/elsewhere") } }));
+    const t = await appWithDispatcher({ retryDelaysMs: [50] });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    await t.createPlant("1", "Fern", alice);
+    expect(await settled(t, alice, endpoint.id, 1)).toMatchObject([
+      { status: "failed", attempts: 2, lastStatus: 302, nextAttemptAt: null },
+    ]);
+    expect(hook.received).toHaveLength(2);
+    expect(target.received).toHaveLength(0);
+  });
+
+  test("410 fails the delivery without retry and disables the endpoint; nothing more is sent to it", async () => {
+    const hook = receiver((request) => new Response("gone", { status: request.path === "/gone" ? 410 : 200 }));
+    const t = await appWithDispatcher({ retryDelaysMs: [50, 50] });
+    const alice = await t.tokenFor("alice");
+    const gone = await register(t, alice, hook.url("/gone"));
+    const live = await register(t, alice, hook.url("/live"));
+    await t.createPlant("1", "Fern", alice);
+    expect(await settled(t, alice, gone.id, 1)).toMatchObject([{ status: "failed", attempts: 1, lastStatus: 410 }]);
+    const listed = (await (await t.call("GET", "/webhooks", { token: alice })).json()) as Array<{
+      id: number;
+      disabled: boolean;
+    }>;
+    expect(listed.map((e) => [e.id, e.disabled])).toEqual([
+      [gone.id, true],
+      [live.id, false],
+    ]);
+    await t.createPlant("2", "Moss", alice);
+    await settled(t, alice, live.id, 2);
+    expect(await deliveries(t, alice, gone.id)).toHaveLength(1);
+    expect(hook.at("/gone")).toHaveLength(1);
+    expect(hook.at("/live")).toHaveLength(2);
+  });
+
+  test("receivers that never answer time out, hold only their own slots, and the API answers meanwhile", async () => {
+    const hook = receiver(never);
+    const t = await appWithDispatcher({ retryDelaysMs: [], timeoutMs: 2_000 });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    for (let i = 1; i <= 100; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await until(async () => hook.hanging(), { holds: (n) => n === 100, timeoutMs: 10_000 });
+    expect(hook.hanging()).toBe(100);
+    // While 100 attempts hang, requests are answered (bench/webhook-hang.ts measures how fast).
+    expect((await t.call("GET", "/plants?limit=5", { token: alice })).status).toBe(200);
+    await t.createPlant("101", "more", alice);
+    const log = await settled(t, alice, endpoint.id, 101);
+    expect(log.slice(0, 100).every((d) => d.status === "failed" && d.lastStatus === null)).toBe(true);
+  });
+
+  test("deleting an endpoint drops its pending deliveries: nothing more is sent", async () => {
+    const hook = receiver(() => new Response("down", { status: 500 }));
+    const t = await appWithDispatcher({ retryDelaysMs: [60_000] });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    await t.createPlant("1", "Fern", alice);
+    await until(() => deliveries(t, alice, endpoint.id), {
+      holds: (list) => list[0]?.attempts === 1,
+      timeoutMs: 10_000,
+    });
+    expect((await t.call("DELETE", `/webhooks/${endpoint.id}`, { token: alice })).status).toBe(204);
+    expect(await t.stores.webhooks.pendingCount()).toBe(0);
+    expect(hook.received).toHaveLength(1);
+  });
+});
+
+describe(`the dispatcher when the database fails (${ENGINE})`, () => {
+  test("a failing claim is logged once per streak, and deliveries go out once the database answers again", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    let down = true;
+    let failedClaims = 0;
+    const store = {
+      ...t.stores.webhooks,
+      claimDue(count: number, leaseMs: number) {
+        if (!down) return t.stores.webhooks.claimDue(count, leaseMs);
+        failedClaims++;
+        return Promise.reject(new StoreUnavailable("unreachable", { cause: new Error("connection refused") }));
+      },
+    };
+    const logged: string[] = [];
+    const dispatcher = createDispatcher({
+      store,
+      retryDelaysMs: [],
+      allowPrivate: true,
+      log: (message) => logged.push(message),
+      metrics: t.ops.metrics,
+      pollMs: 20,
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    await t.createPlant("1", "Fern", alice);
+    await until(async () => failedClaims, { holds: (n) => n >= 5, timeoutMs: 5_000 });
+    expect(failedClaims).toBeGreaterThanOrEqual(5);
+    expect(logged).toEqual(["webhook dispatcher: claiming due deliveries failed; retrying at the next poll"]);
+    expect(hook.received).toHaveLength(0);
+    down = false;
+    expect(await settled(t, alice, endpoint.id, 1)).toMatchObject([{ status: "delivered", attempts: 1 }]);
+    expect(hook.received).toHaveLength(1);
+    expect(logged).toHaveLength(1);
+  });
+});
+
+describe(`the dispatcher on stop (${ENGINE})`, () => {
+  test("a claim under way when it stops is sent and recorded before stop resolves", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    await t.createPlant("1", "Fern", alice);
+    let releaseClaim = () => {};
+    const claimHeld = new Promise<void>((resolve) => {
+      releaseClaim = resolve;
+    });
+    let claims = 0;
+    const store = {
+      ...t.stores.webhooks,
+      async claimDue(count: number, leaseMs: number) {
+        claims++;
+        const batch = await t.stores.webhooks.claimDue(count, leaseMs);
+        await claimHeld;
+        return batch;
+      },
+    };
+    const dispatcher = createDispatcher({
+      store,
+      retryDelaysMs: [],
+      allowPrivate: true,
+      log: () => {},
+      metrics: t.ops.metrics,
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    await until(async () => claims, { holds: (n) => n === 1, timeoutMs: 5_000 });
+    const stopped = dispatcher.stop(10_000);
+    releaseClaim();
+    await stopped;
+    expect(dispatcher.inFlight()).toBe(0);
+    expect(hook.received).toHaveLength(1);
+    expect(await deliveries(t, alice, endpoint.id)).toMatchObject([{ status: "delivered", attempts: 1 }]);
+    expect(claims).toBe(1);
+  });
+});
+
+describe(`webhook metrics (${ENGINE})`, () => {
+  test("count deliveries sent, retried and failed, time attempts, and show what is pending", async () => {
+    const hook = receiver((request) => new Response("x", { status: request.path === "/ok" ? 200 : 500 }));
+    const t = await appWithDispatcher({ retryDelaysMs: [50, 60_000] });
+    const alice = await t.tokenFor("alice");
+    const ok = await register(t, alice, hook.url("/ok"));
+    const down = await register(t, alice, hook.url("/down"));
+    await t.createPlant("1", "Fern", alice);
+    await settled(t, alice, ok.id, 1);
+    await until(() => deliveries(t, alice, down.id), { holds: (list) => list[0]?.attempts === 2, timeoutMs: 10_000 });
+    const value = (name: string) =>
+      Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(t.ops.metrics.render())?.[1]);
+    expect(value("plant_store_webhook_deliveries_sent_total")).toBe(1);
+    expect(value('plant_store_webhook_attempts_total{result="retried"}')).toBe(2);
+    expect(value("plant_store_webhook_deliveries_failed_total")).toBe(0);
+    expect(value("plant_store_webhook_attempt_duration_seconds_count")).toBe(3);
+    await until(async () => value("plant_store_webhook_deliveries_pending"), {
+      holds: (n) => n === 1,
+      timeoutMs: 5_000,
+    });
+    expect(value("plant_store_webhook_deliveries_pending")).toBe(1);
+  });
+});
+
+describe(`the delivery log (${ENGINE})`, () => {
+  test("is paged like plants: limit, a Link to the next page, after a delivery id; bad parameters are 400", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, "http://127.0.0.1:9/hook");
+    for (let i = 1; i <= 5; i++) await t.createPlant(String(i), `p${i}`, alice);
+    const all = await deliveries(t, alice, endpoint.id);
+    expect(all).toHaveLength(5);
+    expect(all.every((d) => d.status === "pending" && d.attempts === 0 && d.lastStatus === null)).toBe(true);
+    const first = await t.call("GET", `/webhooks/${endpoint.id}/deliveries?limit=2`, { token: alice });
+    expect(((await first.json()) as Delivery[]).map((d) => d.id)).toEqual(all.slice(0, 2).map((d) => d.id));
+    const link = first.headers.get("link");
+    expect(link).toBe(`</webhooks/${endpoint.id}/deliveries?limit=2&after=${all[1]?.id}>; rel="next"`);
+    const pages: string[][] = [];
+    let next: string | null | undefined = link;
+    while (next) {
+      const path = /^<([^>]+)>/.exec(next)?.[1] as string;
+      const response = await t.call("GET", path, { token: alice });
+      pages.push(((await response.json()) as Delivery[]).map((d) => d.id));
+      next = response.headers.get("link");
+    }
+    expect(pages).toEqual([all.slice(2, 4).map((d) => d.id), [all[4]?.id as string]]);
+    expect(await deliveries(t, alice, endpoint.id, `?after=${all[4]?.id}`)).toEqual([]);
+    expect(await deliveries(t, alice, endpoint.id, "?limit=0")).toEqual([]);
+
+    const bad = (query: string) => t.call("GET", `/webhooks/${endpoint.id}/deliveries${query}`, { token: alice });
+    expect(await expectError(await bad("?after=msg_nope"), 400)).toMatch(/^after: /);
+    expect(await expectError(await bad("?limit=-1"), 400)).toMatch(/^limit: /);
+    expect(await expectError(await bad("?offset=2"), 400)).toMatch(/offset: unknown query parameter/);
+    await expectError(await t.call("GET", "/webhooks/abc/deliveries", { token: alice }), 400);
+    await expectError(await t.call("GET", "/webhooks/99999/deliveries", { token: alice }), 404);
+    await expectError(await t.call("GET", "/webhooks/99999999999/deliveries", { token: alice }), 400);
+  });
+
+  test("a log past one chunk is answered whole without a limit, and up to the limit with its Link", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, "http://127.0.0.1:9/hook");
+    for (let batch = 0; batch < 2_500; batch += 500) {
+      const created = await Promise.all(
+        Array.from({ length: 500 }, (_, i) =>
+          t.call("POST", "/plants", { token: alice, json: { id: batch + i, name: "p" } }),
+        ),
+      );
+      expect(created.every((response) => response.status === 200)).toBe(true);
+    }
+    const all = await deliveries(t, alice, endpoint.id);
+    expect(all).toHaveLength(2_500);
+    expect(new Set(all.map((d) => d.id)).size).toBe(2_500);
+    const limited = await t.call("GET", `/webhooks/${endpoint.id}/deliveries?limit=1500`, { token: alice });
+    const page = (await limited.json()) as Delivery[];
+    expect(page.map((d) => d.id)).toEqual(all.slice(0, 1500).map((d) => d.id));
+    expect(limited.headers.get("link")).toBe(
+      `</webhooks/${endpoint.id}/deliveries?limit=1500&after=${all[1499]?.id}>; rel="next"`,
+    );
+    const rest = await deliveries(t, alice, endpoint.id, `?limit=1500&after=${all[1499]?.id}`);
+    expect(rest.map((d) => d.id)).toEqual(all.slice(1500).map((d) => d.id));
+  });
+});

@@ -1,0 +1,225 @@
+/**
+ * Webhooks through real `bun src/index.ts` processes: deliveries survive a SIGKILL right after
+ * the 200s, and on PostgreSQL two instances on one database send each delivery once.
+ */
+
+import { Database } from "bun:sqlite";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { join } from "node:path";
+import { SQL } from "bun";
+import { LEASE_MS } from "../../src/webhooks/rules";
+import { holdRequestInFlight } from "../support/held-request";
+import { ENGINE, freshPostgresDatabase, onPostgres } from "../support/helpers";
+import { DIRECT, type RunningServer, scratchDir, startServer } from "../support/process";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
+import { bootstrapToken } from "../support/users";
+import { never, startReceiver } from "../support/webhook-receiver";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
+
+const tokenOf = bootstrapToken;
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function databaseUrl(): Promise<string> {
+  if (onPostgres) return freshPostgresDatabase();
+  const scratch = scratchDir();
+  cleanups.push(scratch.cleanup);
+  return join(scratch.dir, "plants.sqlite");
+}
+
+async function server(env: Record<string, string>): Promise<RunningServer> {
+  const started = await startServer({ WEBHOOK_ALLOW_PRIVATE: "true", ...env }, { command: DIRECT });
+  cleanups.push(async () => {
+    started.kill("SIGKILL");
+    await started.exited;
+  });
+  return started;
+}
+
+const post = (url: string, token: string, path: string, body: string) =>
+  fetch(`${url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body,
+  });
+
+async function deliveryLog(url: string, token: string, endpoint: number) {
+  const response = await fetch(`${url}/webhooks/${endpoint}/deliveries`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return (await response.json()) as Array<{ id: string; status: string }>;
+}
+
+/**
+ * The leases of the deliveries claimed and not recorded, checked to run LEASE_MS from their claim,
+ * then ended now: what LEASE_MS passing would do, without the wait. The server must be down.
+ */
+async function endLeasesOf(databaseUrl: string): Promise<void> {
+  const leased = "next_attempt_at > {now} AND status = 'pending'";
+  if (onPostgres) {
+    const sql = new SQL(databaseUrl, { max: 1 });
+    try {
+      const [{ left }] = (await sql.unsafe(
+        `SELECT min(extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS left FROM webhook_deliveries WHERE ${leased.replace("{now}", "now()")}`,
+      )) as [{ left: number }];
+      expect(left).toBeGreaterThan(LEASE_MS - 10_000);
+      await sql.unsafe(
+        `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE ${leased.replace("{now}", "now()")}`,
+      );
+    } finally {
+      await sql.close();
+    }
+    return;
+  }
+  const db = new Database(databaseUrl);
+  try {
+    const now = Date.now();
+    const { left } = db
+      .query(`SELECT min(next_attempt_at) - ?1 AS left FROM webhook_deliveries WHERE ${leased.replace("{now}", "?1")}`)
+      .get(now) as { left: number };
+    expect(left).toBeGreaterThan(LEASE_MS - 10_000);
+    db.query(`UPDATE webhook_deliveries SET next_attempt_at = ?1 WHERE ${leased.replace("{now}", "?1")}`).run(now);
+  } finally {
+    db.close();
+  }
+}
+
+describe(`webhooks across processes (${ENGINE})`, () => {
+  /**
+   * A server with an endpoint on a receiver that hangs until told to answer; `restart` kills
+   * the server with SIGKILL, lets the receiver answer, starts it again and waits (30 s at most)
+   * until `count` deliveries are delivered. Returns their log and how long that took.
+   */
+  async function crashingRun({ endLeases = false } = {}) {
+    let answering = false;
+    const hook = startReceiver(() => (answering ? new Response("ok") : never()));
+    cleanups.push(hook.stop);
+    const env = { DATABASE_URL: await databaseUrl() };
+    const first = await server(env);
+    const token = tokenOf(first);
+    const registered = await post(first.url, token, "/webhooks", JSON.stringify({ url: hook.url() }));
+    expect(registered.status).toBe(201);
+    const endpoint = ((await registered.json()) as { id: number }).id;
+    async function restart(count: number) {
+      first.kill("SIGKILL");
+      await first.exited;
+      if (endLeases) await endLeasesOf(env.DATABASE_URL);
+      answering = true;
+      const restarted = await server(env);
+      const startedAt = performance.now();
+      const log = await until(() => deliveryLog(restarted.url, token, endpoint), {
+        holds: (list) => list.length === count && list.every((d) => d.status === "delivered"),
+        timeoutMs: 30_000,
+      });
+      return { log, seconds: (performance.now() - startedAt) / 1000 };
+    }
+    return { hook, url: first.url, token, restart };
+  }
+
+  test("kill -9 right after the 200s: every delivery still arrives after the restart, within 30 s", async () => {
+    const run = await crashingRun();
+    const body = (i: number) => `{"id":${9007199254740993n + BigInt(i)},"name":"p${i}"}`;
+    const created = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => post(run.url, run.token, "/plants", body(i))),
+    );
+    expect(created.map((r) => r.status)).toEqual(Array(50).fill(200));
+    const { log, seconds } = await run.restart(50);
+    expect(seconds).toBeLessThan(30);
+    expect(log.map((d) => d.status)).toEqual(Array(50).fill("delivered"));
+    // Whatever the dead process had sent hung unanswered: every delivery was answered after the restart.
+    const answered = new Set(run.hook.received.slice(-50).map((r) => r.headers["webhook-id"]));
+    for (const delivery of log) expect(answered.has(delivery.id)).toBe(true);
+    const bodies = new Set(run.hook.received.map((r) => r.body));
+    for (let i = 0; i < 50; i++) expect(bodies.has(body(i))).toBe(true);
+  }, 60_000);
+
+  // The leases are LEASE_MS (20 s) long: checked, then ended in the database while the server is
+  // down, as if that long had passed, rather than waited for.
+  test("kill -9 while attempts hang: they are made again once their lease ends, within 30 s of the restart", async () => {
+    const run = await crashingRun({ endLeases: true });
+    for (let i = 0; i < 20; i++)
+      expect((await post(run.url, run.token, "/plants", `{"id":${i},"name":"p"}`)).status).toBe(200);
+    await until(async () => run.hook.hanging(), { holds: (n) => n === 20, timeoutMs: 10_000 });
+    expect(run.hook.hanging()).toBe(20);
+    const { log, seconds } = await run.restart(20);
+    expect(seconds).toBeLessThan(30);
+    expect(log.map((d) => d.status)).toEqual(Array(20).fill("delivered"));
+    const ids = run.hook.received.map((r) => r.headers["webhook-id"] as string);
+    // Each was sent twice: once to the hang, once after the restart.
+    expect(ids).toHaveLength(40);
+    expect(new Set(ids)).toEqual(new Set(log.map((d) => d.id)));
+  }, 60_000);
+
+  test("SIGTERM while an attempt hangs and a request is held: deliveries still go out while requests drain, one SHUTDOWN_TIMEOUT_MS for both, exit 0", async () => {
+    // The first delivery hangs; any later one is answered.
+    let attempts = 0;
+    const hook = startReceiver(() => (attempts++ === 0 ? never() : new Response("ok")));
+    cleanups.push(hook.stop);
+    const timeoutMs = 3_000;
+    const started = await server({
+      DATABASE_URL: await databaseUrl(),
+      SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
+      METRICS_PORT: "0",
+      RATE_LIMIT_PER_MINUTE: "0",
+    });
+    const token = tokenOf(started);
+    expect((await post(started.url, token, "/webhooks", JSON.stringify({ url: hook.url() }))).status).toBe(201);
+    expect((await post(started.url, token, "/plants", '{"id":1,"name":"p"}')).status).toBe(200);
+    await until(async () => hook.hanging(), { holds: (n) => n === 1, timeoutMs: 10_000 });
+    const raw = await holdRequestInFlight(started, token);
+
+    started.kill("SIGTERM");
+    await started.waitForOutput(/SIGTERM received/);
+    // Still listening while it drains: a plant created now gets its delivery before the exit.
+    expect((await post(started.url, token, "/plants", '{"id":2,"name":"q"}')).status).toBe(200);
+    await until(async () => hook.received.length, { holds: (n) => n === 2, timeoutMs: timeoutMs });
+    expect(hook.received.map((r) => r.body)).toEqual(['{"id":1,"name":"p"}', '{"id":2,"name":"q"}']);
+    expect(await started.exited).toBe(0);
+    await raw.end();
+    const output = await started.output();
+    expect(output).toContain("1 request(s) still in flight at the shutdown deadline");
+    expect(output).toContain("1 webhook attempt(s) still in flight at the shutdown deadline");
+    expect(output).toContain("Stopped cleanly.");
+    // The server's own clock, from its log lines: one deadline for both waits. Each with a
+    // full timeout of its own (as before), they took twice the timeout.
+    const timeOf = (message: string) => {
+      const line = output.split("\n").find((l) => l.includes(message));
+      return Date.parse((JSON.parse(line ?? "{}") as { time?: string }).time ?? "");
+    };
+    const shutdownMs = timeOf("Stopped cleanly.") - timeOf("SIGTERM received");
+    expect(shutdownMs).toBeGreaterThanOrEqual(timeoutMs);
+    expect(shutdownMs).toBeLessThan(1.5 * timeoutMs);
+  }, 30_000);
+
+  test.if(onPostgres)(
+    "two instances on one database send each delivery once",
+    async () => {
+      const hook = startReceiver();
+      cleanups.push(hook.stop);
+      const env = { DATABASE_URL: await databaseUrl() };
+      const [a, b] = await Promise.all([server(env), server(env)]);
+      if (!a || !b) throw new Error("two instances");
+      const token = tokenOf(a) ?? tokenOf(b);
+      const registered = await post(a.url, token, "/webhooks", JSON.stringify({ url: hook.url() }));
+      const endpoint = ((await registered.json()) as { id: number }).id;
+      const created = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => post(i % 2 ? a.url : b.url, token, "/plants", `{"id":${i},"name":"p"}`)),
+      );
+      expect(created.map((r) => r.status)).toEqual(Array(200).fill(200));
+      const log = await until(() => deliveryLog(b.url, token, endpoint), {
+        holds: (list) => list.length === 200 && list.every((d) => d.status === "delivered"),
+        timeoutMs: 30_000,
+      });
+      expect(log.filter((d) => d.status === "delivered")).toHaveLength(200);
+      const ids = hook.received.map((r) => r.headers["webhook-id"] as string);
+      expect(new Set(ids).size).toBe(200);
+      expect(ids).toHaveLength(200);
+    },
+    60_000,
+  );
+});

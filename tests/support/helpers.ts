@@ -1,0 +1,271 @@
+import { Database } from "bun:sqlite";
+import { afterEach, beforeEach, expect } from "bun:test";
+import { SQL } from "bun";
+import { type AppConfig, type AppOps, createApp, createOps } from "../../src/app";
+import type { FaultLog } from "../../src/core/fault";
+import type { Stores } from "../../src/core/stores";
+import { connect, migrate } from "../../src/db/postgres/client";
+import { createPostgresPlantStore } from "../../src/db/postgres/plants";
+import { createPostgresStores, guardOf } from "../../src/db/postgres/stores";
+import { type AppDatabase, openDatabase } from "../../src/db/sqlite/client";
+import { createSqliteStores } from "../../src/db/sqlite/stores";
+import type { Resolver } from "../../src/webhooks/send";
+import { userWithToken } from "./users";
+
+export const BASE = "http://localhost";
+
+/** Which engine the in-process tests run on: `TEST_DATABASE=postgres` (with `TEST_DATABASE_URL`) or SQLite. */
+export const ENGINE: "sqlite" | "postgres" = process.env.TEST_DATABASE === "postgres" ? "postgres" : "sqlite";
+export const onSqlite = ENGINE === "sqlite";
+export const onPostgres = ENGINE === "postgres";
+
+/** Stores opened by a test: closed after it (tests/setup.ts), so connections never pile up. */
+export const openedStores = new Set<Stores>();
+
+let templateReady: Promise<string> | undefined;
+let databases = 0;
+
+/** A migrated template database, made once per test process; each test copies it (about 70 ms). */
+function postgresTemplate(): Promise<string> {
+  templateReady ??= (async () => {
+    const url = process.env.TEST_DATABASE_URL;
+    if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
+    const admin = new SQL(url, { max: 1 });
+    const name = `plants_template_${process.pid}`;
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    await admin.close();
+    const target = postgresTarget(withDatabaseName(url, name));
+    const { client } = connect(target, 1);
+    await migrate(client);
+    await client.close();
+    return name;
+  })();
+  return templateReady;
+}
+
+function withDatabaseName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${name}`;
+  return parsed.toString();
+}
+
+export function postgresTarget(url: string) {
+  return { engine: "postgres" as const, url, poolSize: 10, connectTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
+}
+
+/**
+ * `client`, with every statement sent through its `unsafe` (the stores' hot paths, and Drizzle's
+ * own queries) pushed onto `sent`, text and parameters as sent.
+ */
+export function recordingClient(client: SQL, sent: SentStatement[]): SQL {
+  return new Proxy(client, {
+    get(target, key) {
+      if (key === "unsafe")
+        return (sql: string, params: unknown[]) => {
+          sent.push({ sql, params });
+          return target.unsafe(sql, params);
+        };
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+export type SentStatement = { sql: string; params: unknown[] };
+
+/**
+ * A pool of 4 on a fresh PostgreSQL database, the same pool with its statements recorded in
+ * `sent` (`recording`) (for the stores' grouping tests), and two users' ids, a and b.
+ */
+export async function recordedPostgres() {
+  const { client } = connect(postgresTarget(await freshPostgresDatabase()), 4);
+  const sent: SentStatement[] = [];
+  const recording = recordingClient(client, sent);
+  const rows = (await client`
+    INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now()) RETURNING id`) as Array<{ id: number }>;
+  return { client, sent, recording, owners: rows.map((row) => row.id) as [number, number] };
+}
+
+export type RecordedPlantStore = Awaited<ReturnType<typeof recordedPostgres>> & {
+  plants: ReturnType<typeof createPostgresPlantStore>;
+};
+
+/**
+ * For a describe of the grouping tests of pages and writes: before each test, recordedPostgres()
+ * with a plant store on its recorded handle, seeded by `seed`; its pool closed after the test.
+ * The object returned holds the current test's parts.
+ */
+export function eachRecordedPlantStore(seed: (store: RecordedPlantStore) => Promise<unknown>): RecordedPlantStore {
+  const current = {} as RecordedPlantStore;
+  beforeEach(async () => {
+    const recorded = await recordedPostgres();
+    Object.assign(current, recorded, { plants: createPostgresPlantStore(recorded.recording) });
+    await seed(current);
+  });
+  afterEach(async () => {
+    await current.client.close();
+  });
+  return current;
+}
+
+/** A fresh, migrated PostgreSQL database copied from the template; its URL. */
+export async function freshPostgresDatabase(): Promise<string> {
+  const template = await postgresTemplate();
+  const url = process.env.TEST_DATABASE_URL as string;
+  const name = `plants_test_${process.pid}_${++databases}`;
+  const admin = new SQL(url, { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  await admin.close();
+  return withDatabaseName(url, name);
+}
+
+/** A fresh, empty PostgreSQL database (no schema at all) on the test cluster; its URL. */
+export async function emptyPostgresDatabase(): Promise<string> {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
+  const name = `plants_empty_${process.pid}_${++databases}`;
+  const admin = new SQL(url, { max: 1 });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.close();
+  return withDatabaseName(url, name);
+}
+
+/** Stores on a fresh database of the engine under test. */
+export async function freshStores(options: {
+  clock: () => number;
+  log: FaultLog;
+  maxQueued: number;
+  lockTimeoutMs: number;
+  statementTimeoutMs?: number;
+}) {
+  if (onPostgres) {
+    const target = postgresTarget(await freshPostgresDatabase());
+    if (options.statementTimeoutMs !== undefined) target.statementTimeoutMs = options.statementTimeoutMs;
+    const { client } = connect(target);
+    const stores = createPostgresStores(client, { ...options, ...guardOf(target), maxInFlight: options.maxQueued });
+    openedStores.add(stores);
+    return {
+      stores,
+      sqlite: undefined as unknown as Database,
+      db: undefined as unknown as AppDatabase,
+      postgresUrl: target.url,
+    };
+  }
+  const { sqlite, db } = openDatabase({ path: ":memory:", synchronous: "FULL" });
+  const stores = createSqliteStores(sqlite, options);
+  openedStores.add(stores);
+  return { stores, sqlite, db, postgresUrl: undefined };
+}
+
+/**
+ * A fresh app on its own migrated database (in memory on SQLite, a copy of the migrated
+ * template on PostgreSQL); rate limiting off unless asked for. `sqlite` and `db` exist on SQLite
+ * only, for the tests that are about that engine.
+ */
+export async function makeTestApp(
+  options: Partial<AppConfig & { maxInFlight: number; writeLockTimeoutMs: number; statementTimeoutMs: number }> & {
+    now?: () => number;
+    logWith?: (ops: AppOps) => FaultLog;
+    onPlantCreated?: () => void;
+    resolveWebhookHost?: Resolver;
+  } = {},
+) {
+  const logged: Array<{ message: string; detail: unknown }> = [];
+  const clock = options.now ?? Date.now;
+  let log: FaultLog = (message, detail) => logged.push({ message, detail });
+  const { stores, sqlite, db, postgresUrl } = await freshStores({
+    clock,
+    log: (message, detail, request) => log(message, detail, request),
+    maxQueued: options.maxInFlight ?? 1024,
+    lockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
+    statementTimeoutMs: options.statementTimeoutMs,
+  });
+  const ops = createOps(stores);
+  if (options.logWith) log = options.logWith(ops);
+  const app = createApp({
+    stores,
+    config: {
+      bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
+      bodyTimeoutMs: options.bodyTimeoutMs ?? 10_000,
+      rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
+      authFailuresPerMinute: options.authFailuresPerMinute ?? 0,
+      corsOrigins: options.corsOrigins ?? [],
+      swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
+      webhookAllowPrivate: options.webhookAllowPrivate ?? false,
+    },
+    onPlantCreated: options.onPlantCreated,
+    resolveWebhookHost: options.resolveWebhookHost,
+    clock,
+    log: (message, detail, request) => log(message, detail, request),
+    ops,
+  });
+  const tokens = stores.tokens;
+
+  /** Sends a request; `token` becomes the Authorization header, `json` the JSON body. */
+  async function call(
+    method: string,
+    path: string,
+    init: { token?: string; json?: unknown; body?: RequestInit["body"]; headers?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { ...init.headers };
+    if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
+    let body = init.body;
+    if (init.json !== undefined) {
+      body = typeof init.json === "string" ? init.json : JSON.stringify(init.json);
+      headers["content-type"] ??= "application/json";
+    }
+    return app.handle(new Request(`${BASE}${path}`, { method, headers, body }));
+  }
+
+  return {
+    app,
+    stores,
+    sqlite,
+    db,
+    /** On PostgreSQL, the test's own database, for a second session (e.g. one holding a lock). */
+    postgresUrl,
+    tokens,
+    logged,
+    ops,
+    call,
+    /** Creates a plant from raw JSON, so ids past 2^53 stay exact, and expects the 200. */
+    async createPlant(id: string, name: string, token: string) {
+      const response = await call("POST", "/plants", { token, json: `{"id":${id},"name":${JSON.stringify(name)}}` });
+      expect(response.status).toBe(200);
+    },
+    /** Issues a token for `user` (created if needed) and returns the secret. */
+    tokenFor: async (user: string) => (await userWithToken(tokens, user)).token,
+    /** A user (created if needed) with a new token: name, id and token. */
+    user: (name = "alice") => userWithToken(tokens, name),
+  };
+}
+
+export type TestApp = Awaited<ReturnType<typeof makeTestApp>>;
+
+/**
+ * An error response: the status, a JSON content type, and exactly the Error body's two fields
+ * with a non-blank message. Returns the message.
+ */
+export async function expectError(response: Response, status: number): Promise<string> {
+  expect(response.status).toBe(status);
+  expect(response.headers.get("content-type")).toMatch(/^application\/json\b/);
+  const body = (await response.json()) as Record<string, unknown>;
+  expect(Object.keys(body).sort()).toEqual(["error", "message"]);
+  expect(body.error).toBe(status);
+  expect(typeof body.message).toBe("string");
+  expect((body.message as string).trim().length).toBeGreaterThan(0);
+  return body.message as string;
+}
+
+/**
+ * A database that is ours by its (empty) migrations table, with a plants table of another shape
+ * in the way: the first migration fails on it.
+ */
+export function writeClashingDatabase(path: string): void {
+  const clashing = new Database(path);
+  clashing.run("CREATE TABLE __drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)");
+  clashing.run("CREATE TABLE plants (something_else TEXT)");
+  clashing.run("INSERT INTO plants VALUES ('keep me')");
+  clashing.close();
+}
