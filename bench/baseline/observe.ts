@@ -37,8 +37,8 @@ export const BARE = bareSetting();
 export const notes = new WeakMap<Request, Note>();
 const series = new Map<string, Series>();
 const fileSink = BARE ? undefined : Bun.file(1).writer({ highWaterMark: 64 * 1024 });
-// Lines gather here and go to the file writer 64 KiB at a time, as the service's do
-// (src/ops/logger.ts): Bun's writer alone makes a write syscall of every line.
+// Lines gather here and go to the file writer 64 KiB at a time (the service's pino destination
+// buffers too): Bun's writer alone makes a write syscall of every line.
 let gathered = "";
 const handOver = () => {
   if (gathered !== "") fileSink?.write(gathered);

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { LogLevel } from "../../src/config";
-import { gatheringWriter } from "../../src/ops/log-output";
 import { createLogger, faultLog, lifecycleLogger } from "../../src/ops/logger";
 import type { RequestNotes } from "../../src/ops/request-id";
+import { runToExit } from "../support/process";
 
 /** A logger at `level` whose lines are collected, parsed, in `lines`. */
 async function collected(level: LogLevel) {
@@ -46,7 +46,7 @@ describe("the logger's lines", () => {
         level: "error",
         time: expect.stringMatching(ISO),
         detail: { name: "loop", self: "[Circular]" },
-        rows: "12",
+        rows: 12,
         msg: "odd detail",
       },
     ]);
@@ -115,21 +115,34 @@ describe("the logger's lines", () => {
   });
 });
 
-describe("stdout's gathering", () => {
-  test("lines reach the sink in order, in chunks of at least 64 KiB, and a flush hands over the rest", () => {
-    const chunks: string[] = [];
-    let flushes = 0;
-    const out = gatheringWriter({ write: (chunk) => chunks.push(chunk), flush: () => flushes++ });
-    const lines = Array.from({ length: 1000 }, (_, i) => `{"n":${i},"pad":"${"x".repeat(100)}"}\n`);
-    for (const line of lines) out.write(line);
-    expect(chunks.length).toBeGreaterThan(0);
-    expect(chunks.every((chunk) => chunk.length >= 64 * 1024)).toBe(true);
-    const before = chunks.length;
-    out.flush();
-    expect(chunks.length).toBe(before + 1);
-    expect(flushes).toBe(1);
-    expect(chunks.join("")).toBe(lines.join(""));
-    out.flush();
-    expect(chunks.length).toBe(before + 1);
+describe("stdout", () => {
+  /** Runs `body` in a fresh process with `logger`, `flush` and `access` from createLogger at info; answers its stdout. */
+  async function stdoutOf(body: string) {
+    const script = `const { createLogger } = await import(${JSON.stringify(`${import.meta.dir}/../../src/ops/logger.ts`)});
+      const { logger, access, flush } = await createLogger({ level: "info", format: "json" });
+      ${body}`;
+    const { stdout, stderr, code } = await runToExit(["bun", "-e", script]);
+    expect({ stderr, code }).toEqual({ stderr: "", code: 0 });
+    return stdout;
+  }
+
+  test("every line reaches stdout whole and in order when the process flushes before it exits", async () => {
+    const out = await stdoutOf(`
+      for (let n = 0; n < 5000; n++) logger.info({ n, pad: "x".repeat(100) }, "line");
+      await flush();
+      process.exit(0);`);
+    const lines = out
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { n: number });
+    expect(lines.map((line) => line.n)).toEqual(Array.from({ length: 5000 }, (_, n) => n));
+  });
+
+  test("a lone line leaves without a flush while the process is quiet", async () => {
+    const out = await stdoutOf(`
+      access({ reqId: "quiet", method: "GET", route: "/healthz", status: 200, ms: 0.1, userId: undefined });
+      await Bun.sleep(300);
+      process.exit(0);`);
+    expect(JSON.parse(out)).toMatchObject({ level: "info", reqId: "quiet", msg: "request" });
   });
 });
