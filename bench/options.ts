@@ -1,5 +1,5 @@
 /**
- * The bench's options, read from the environment once; the README's Performance section lists
+ * The bench's options, read from the environment once; docs/performance.md lists
  * them in a table (keep the two together).
  */
 const env = process.env;
