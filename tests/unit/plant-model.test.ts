@@ -1,0 +1,28 @@
+/**
+ * A plant's fields are declared once, as columns of the Drizzle schema; the HTTP models are
+ * checked against them here, on both engines' schemas.
+ */
+import { describe, expect, test } from "bun:test";
+import { getTableColumns } from "drizzle-orm";
+import { plants as postgresPlants } from "../../src/db/postgres/schema";
+import { plants as sqlitePlants } from "../../src/db/sqlite/schema";
+import { plantModels } from "../../src/plants/model";
+
+const fieldsOf = (table: typeof sqlitePlants | typeof postgresPlants) =>
+  Object.keys(getTableColumns(table)).filter((field) => field !== "ownerId");
+
+describe("the plant models follow the schema", () => {
+  for (const [engine, table] of [
+    ["sqlite", sqlitePlants],
+    ["postgres", postgresPlants],
+  ] as const) {
+    test(`${engine}: NewPlant has every column but the owner, in the table's order; Plant the same but the id`, () => {
+      expect(Object.keys(plantModels.NewPlant.properties)).toEqual(fieldsOf(table));
+      expect(Object.keys(plantModels.Plant.properties)).toEqual(fieldsOf(table).filter((field) => field !== "id"));
+    });
+  }
+
+  test("the engines' plant tables have the same fields", () => {
+    expect(fieldsOf(postgresPlants)).toEqual(fieldsOf(sqlitePlants));
+  });
+});
