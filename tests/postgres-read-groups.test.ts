@@ -15,7 +15,7 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
   let client: SQL;
   let sent: SentStatement[];
   let tokens: TokenStore;
-  const lookups = () => sent.filter(({ sql }) => sql.includes('from "tokens"'));
+  const lookups = () => sent.filter(({ sql }) => sql.includes("FROM tokens"));
 
   beforeEach(async () => {
     let recording: SQL;
