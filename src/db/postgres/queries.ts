@@ -26,26 +26,9 @@ export function listSql({ tag, after }: PlantFilter, columns: string): string {
   return `SELECT ${columns} FROM plants WHERE ${where.join(" AND ")} ORDER BY id LIMIT $${where.length + 1}`;
 }
 
-/**
- * Several pages of one filter shape in one statement: each page asked is a row `q` of the
- * recordset, joined to its own keyset walk; rows come back tagged with its place `k`. Each walk
- * is capped by the constant `maxRows` and then cut to its own count: a LIMIT the planner cannot
- * see counts as a tenth of the owner's plants, which made a large owner's page look costly
- * enough to be JIT-compiled (tests/postgres-plan.test.ts holds the cost down).
- */
-export function pagesSql({ tag, after }: PlantFilter, maxRows: number): string {
-  const where = ["owner_id = q.o"];
-  if (tag !== undefined) where.push("tag = q.t");
-  if (after !== undefined) where.push("id > q.a");
-  return `SELECT q.k, p.* FROM json_to_recordset($1::text::json) AS q(k integer, o integer, t text, a bigint, l integer)
-    CROSS JOIN LATERAL (
-      SELECT * FROM (SELECT ${SELECT_PLANT} FROM plants WHERE ${where.join(" AND ")} ORDER BY id LIMIT ${maxRows}) AS walk
-      LIMIT q.l
-    ) AS p`;
-}
-
 export const PLANT_SQL = {
   ids: (filter: PlantFilter) => listSql(filter, '"id"'),
+  page: (filter: PlantFilter) => listSql(filter, SELECT_PLANT),
   get: `SELECT ${SELECT_PLANT} FROM plants WHERE owner_id = $1 AND id = $2`,
   /**
    * A group of creates, keys = column names, in arrival order (so the outbox, filled by a
