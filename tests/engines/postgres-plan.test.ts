@@ -137,20 +137,13 @@ async function plansOf(run: () => unknown): Promise<Plan[]> {
   }
 }
 
-/**
- * How a statement reaches each page's own walk: pages asked together share one statement, each
- * a row of its recordset joined to its keyset query, cut to the page's count (plants.ts); the
- * walk to a last id is alone.
- */
-const PER_PAGE = "Nested Loop > Function Scan > Limit > ";
-
 /** Plants read through `index` alone, already in id order: no scan of the table, no sort. */
-function expectIndexWalk(plans: Plan[], index: string, prefix = PER_PAGE) {
+function expectIndexWalk(plans: Plan[], index: string) {
   for (const { mode, sql, nodes } of plans) {
     expect({ mode, sql, plan: outline(nodes) }).toEqual({
       mode,
       sql,
-      plan: expect.stringMatching(new RegExp(`^${prefix}Limit > Index (Only )?Scan ${index}$`)),
+      plan: expect.stringMatching(new RegExp(`^Limit > Index (Only )?Scan ${index}$`)),
     });
   }
 }
@@ -174,14 +167,14 @@ describe.if(onPostgres)("PostgreSQL walks an index in id order for every list st
       const plans = await plansOf(async () => {
         expect((await store.listPage(ownerId, filter(), 50)).plants).toHaveLength(50);
       });
-      expect(plans.map((plan) => plan.sql)).toEqual([expect.stringContaining("order by"), expect.anything()]);
+      expect(plans.map((plan) => plan.sql)).toEqual([expect.stringContaining("ORDER BY"), expect.anything()]);
       expectIndexWalk(plans, indexFor(filter()));
     });
 
     test(`${name}: the walk to a long list's last id reads ids only`, async () => {
       const plans = await plansOf(() => store.nthId(ownerId, filter(), PLANTS_PER_OWNER / 10));
-      expect(plans.every((plan) => plan.sql.startsWith('select "id" from'))).toBe(true);
-      expectIndexWalk(plans, indexFor(filter()), "");
+      expect(plans.every((plan) => plan.sql.startsWith('SELECT "id" FROM'))).toBe(true);
+      expectIndexWalk(plans, indexFor(filter()));
     });
   }
 
@@ -202,11 +195,11 @@ describe.if(onPostgres)("PostgreSQL walks an index in id order for every list st
     const plans = await plansOf(() => store.listPage(ownerId, { after: lateId }, LIST_CHUNK_SIZE));
     for (const { mode, sql, nodes } of plans) {
       const plan = outline(nodes);
-      if (new RegExp(`^${PER_PAGE}Limit > Index (Only )?Scan ${PRIMARY_KEY}$`).test(plan)) continue;
+      if (new RegExp(`^Limit > Index (Only )?Scan ${PRIMARY_KEY}$`).test(plan)) continue;
       expect({ mode, sql, plan }).toEqual({
         mode,
         sql,
-        plan: expect.stringMatching(new RegExp(`^${PER_PAGE}Limit > Sort > (Index|Bitmap)`)),
+        plan: expect.stringMatching(/^Limit > Sort > (Index|Bitmap)/),
       });
       expect(nodes.find((node) => node["Node Type"] === "Sort")?.["Sort Key"]).toEqual([
         expect.stringMatching(/^(plants\.)?id$/),
@@ -219,10 +212,9 @@ describe.if(onPostgres)("PostgreSQL walks an index in id order for every list st
 });
 
 /*
- * A LIMIT the planner cannot see counts as a tenth of the owner's plants. Had the page
- * statements only `LIMIT q.l`, a large owner would make them look costly enough to be
- * JIT-compiled on every run: 2-25 ms for a page read in 0.03 ms. The cost must stay that of a
- * page, whatever the owner holds.
+ * A statement costed past jit_above_cost is JIT-compiled on every run: 2-25 ms for a page read
+ * in 0.03 ms. The service's connections run with JIT off (client.ts), and a page, planned with
+ * its own values, must still cost a page whatever the owner holds.
  */
 describe.if(onPostgres)("PostgreSQL costs a page of a large owner as a page", () => {
   test("every page statement, for an owner of 200,000 plants, is costed below jit_above_cost, on connections with JIT off", async () => {
@@ -247,9 +239,9 @@ describe.if(onPostgres)("PostgreSQL costs a page of a large owner as a page", ()
           expect((await pages.listPage(big, filter, count)).plants).toHaveLength(count);
       expect(seen.length).toBe(8);
       for (const { sql, params } of seen) {
-        const [row] = (await own.unsafe(`EXPLAIN (FORMAT JSON) ${sql.replace("$1", literal(params[0]))}`)) as [
-          { "QUERY PLAN": unknown },
-        ];
+        const [row] = (await own.unsafe(
+          `EXPLAIN (FORMAT JSON) ${sql.replace(/\$(\d+)/g, (_, n) => literal(params[Number(n) - 1]))}`,
+        )) as [{ "QUERY PLAN": unknown }];
         const json = row["QUERY PLAN"];
         const [explained] = (typeof json === "string" ? JSON.parse(json) : json) as [
           { Plan: { "Total Cost": number } },

@@ -1,15 +1,15 @@
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { SQL } from "bun";
-import type { PlantFilter, TokenStore } from "../../src/core/stores";
+import type { TokenStore } from "../../src/core/stores";
 import { createPostgresTokenStore } from "../../src/db/postgres/tokens";
-import { eachRecordedPlantStore, onPostgres, recordedPostgres, type SentStatement } from "../support/helpers";
+import { onPostgres, recordedPostgres, type SentStatement } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
- * PostgreSQL's reads in groups (src/db/postgres/groups.ts): token lookups (tokens.ts) and pages
- * (plants.ts) that arrive together share a statement, and each still gets its own answer from
+ * PostgreSQL's reads in groups (src/db/postgres/groups.ts): token lookups (tokens.ts) that arrive
+ * together share a statement, and each still gets its own answer from
  * the tables as they are then, revoked tokens included. What every engine must show (401 for an
  * unknown or revoked token from its next request on, exact pages) is in tests/auth.test.ts,
  * tests/tokens.test.ts and the plants-*.test.ts files.
@@ -18,7 +18,7 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
   let client: SQL;
   let sent: SentStatement[];
   let tokens: TokenStore;
-  const lookups = () => sent.filter(({ sql }) => sql.includes('from "tokens"'));
+  const lookups = () => sent.filter(({ sql }) => sql.includes("FROM tokens"));
 
   beforeEach(async () => {
     let recording: SQL;
@@ -73,50 +73,6 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
     const alice = await tokens.issue("alice");
     await client`SELECT 1`;
     const pending = Array.from({ length: 20 }, () => tokens.authenticate(alice.token));
-    await client.close();
-    const settled = await Promise.allSettled(pending);
-    expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);
-  });
-});
-
-describe.if(onPostgres)("PostgreSQL pages in groups", () => {
-  // Ids across the bigint range, out of order; every third plant untagged.
-  const t = eachRecordedPlantStore(
-    ({ client, owners }) => client`
-      INSERT INTO plants (owner_id, id, name, tag)
-      SELECT u, (g * 7919 % 200)::bigint * 40000000000000000 - 4000000000000000000, 'p' || g,
-             CASE WHEN g % 3 = 0 THEN NULL ELSE 't' || (g % 2) END
-      FROM unnest(${`{${owners.join(",")}}`}::int[]) AS u, generate_series(0, 199) AS g`,
-  );
-
-  test("pages asked together share statements; each is the page it would be alone, in id order", async () => {
-    const { plants, owners, sent } = t;
-    const cursors = [undefined, -4_000_000_000_000_000_000n, 0n, 3_000_000_000_000_000_000n, 5n];
-    const asks: Array<[number, PlantFilter, number]> = [];
-    for (const owner of owners)
-      for (const after of cursors)
-        for (const tag of [undefined, "t0", "t1", "none"])
-          for (const count of [1, 20, 150]) asks.push([owner, { after, tag }, count]);
-    const alone = [];
-    for (const [owner, filter, count] of asks) alone.push(await plants.listPage(owner, filter, count));
-    sent.length = 0;
-    const together = await Promise.all(asks.map(([owner, filter, count]) => plants.listPage(owner, filter, count)));
-    expect(together).toEqual(alone);
-    // 120 pages of four shapes: far fewer statements than pages.
-    expect(sent.length).toBeGreaterThanOrEqual(4);
-    expect(sent.length).toBeLessThan(40);
-    // The answers are real pages: ids ascending, and a full page says there is more.
-    const first =
-      together[asks.findIndex(([, filter, count]) => filter.after === undefined && !filter.tag && count === 20)];
-    expect(first?.plants).toHaveLength(20);
-    expect(first?.more).toBe(true);
-    expect(first?.lastId).toBe(-4_000_000_000_000_000_000n + 19n * 40_000_000_000_000_000n);
-  });
-
-  test("a page whose statement fails (the server gone) fails, as every other in its group", async () => {
-    const { client, plants, owners } = t;
-    await client`SELECT 1`;
-    const pending = Array.from({ length: 20 }, () => plants.listPage(owners[0], {}, 20));
     await client.close();
     const settled = await Promise.allSettled(pending);
     expect(settled.every((outcome) => outcome.status === "rejected")).toBe(true);

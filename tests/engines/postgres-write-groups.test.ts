@@ -22,13 +22,16 @@ describe.if(onPostgres)("PostgreSQL group insert", () => {
   let client: SQL;
   let sent: SentStatement[];
   const statements = () => sent.map((statement) => statement.sql);
-  let insert: ReturnType<typeof createGroupInsert>["insert"];
+  /** True when the row went in, false when the owner already had the id. */
+  let insert: (ownerId: number, id: bigint, name: string, tag: string | null) => Promise<boolean>;
   let owners: number[];
 
   beforeEach(async () => {
     let recording: SQL;
     ({ client, sent, recording, owners } = await recordedPostgres());
-    ({ insert } = createGroupInsert(recording, { maxSize: 50, concurrency: 2 }));
+    const creates = createGroupInsert(recording, { maxSize: 50, concurrency: 2 });
+    insert = async (ownerId, id, name, tag) =>
+      (await creates.insert(ownerId, { id, name, ...(tag === null ? {} : { tag }) })) !== undefined;
   });
 
   afterEach(async () => {

@@ -2,14 +2,13 @@ import { SQL } from "bun";
 import type { DatabaseTarget } from "../../core/database";
 import { StartupRefusal } from "../../core/failures";
 import { compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
+import { MIGRATION_SQL } from "./queries";
 
 export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
 
 /** drizzle/postgres as scripts/bundle-migrations.ts bundled it. */
 export const EMBEDDED_MIGRATIONS: Migration[] = MIGRATIONS.postgres;
 
-/** Where Drizzle's PostgreSQL migrator keeps its rows; `migrate` keeps the same place. */
-const MIGRATIONS_TABLE = "drizzle.__drizzle_migrations";
 /** pg_advisory_lock's key for migrations: any constant every instance agrees on ("plants" in ASCII). */
 const MIGRATION_LOCK = 0x706c616e7473;
 
@@ -33,16 +32,11 @@ export function connect(target: PostgresTarget, poolSize = target.poolSize) {
 
 /** Compares the database's migration rows with `migrations`, as SQLite's migrationStatus does. */
 export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<MigrationStatus> {
-  const [{ exists }] = (await client`SELECT to_regclass(${MIGRATIONS_TABLE}) IS NOT NULL AS exists`) as [
+  const [{ exists }] = (await client.unsafe(MIGRATION_SQL.tableExists, ["drizzle.__drizzle_migrations"])) as [
     { exists: boolean },
   ];
   const recorded = exists
-    ? (
-        (await client.unsafe(`SELECT hash, created_at FROM ${MIGRATIONS_TABLE}`)) as Array<{
-          hash: string;
-          created_at: string | number;
-        }>
-      ).map((row) => ({ hash: row.hash, createdAt: Number(row.created_at) }))
+    ? ((await client.unsafe(MIGRATION_SQL.recorded)) as Array<{ hash: string; createdAt: number }>)
     : [];
   return compareMigrations(recorded, migrations);
 }
@@ -62,14 +56,14 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
   if (seen.problems.length === 0 && seen.pending.length === 0) return [];
   const reserved = await client.reserve();
   try {
-    await reserved`SELECT pg_advisory_lock(${MIGRATION_LOCK})`;
+    await reserved.unsafe(MIGRATION_SQL.lock, [MIGRATION_LOCK]);
     try {
       const status = await migrationStatus(reserved, migrations);
       if (status.problems.length > 0) {
         throw new StartupRefusal(`the database's migrations disagree with this version: ${status.problems.join("; ")}`);
       }
       if (status.applied === 0) {
-        const [{ exists }] = (await reserved`SELECT to_regclass('public.plants') IS NOT NULL AS exists`) as [
+        const [{ exists }] = (await reserved.unsafe(MIGRATION_SQL.tableExists, ["public.plants"])) as [
           { exists: boolean },
         ];
         if (exists) {
@@ -81,7 +75,7 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
       if (status.pending.length > 0) await applyMigrations(reserved, migrations);
       return status.pending;
     } finally {
-      await reserved`SELECT pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
+      await reserved.unsafe(MIGRATION_SQL.unlock, [MIGRATION_LOCK]).catch(() => {});
     }
   } finally {
     reserved.release();
@@ -89,12 +83,12 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
 }
 
 /**
- * Drizzle's migrator, on `connection`, loaded only when something is pending (drizzle-view.ts):
- * Drizzle's pg-core and driver took 2-5 ms of every start that loaded them.
+ * Drizzle's migrator, on `connection`, loaded only when something is pending: Drizzle's pg-core
+ * and driver took milliseconds of every start that loaded them.
  */
 async function applyMigrations(connection: SQL, migrations: Migration[]): Promise<void> {
-  const { drizzleView } = require("./drizzle-view") as typeof import("./drizzle-view");
-  const { dialect, session } = drizzleView(connection) as unknown as {
+  const { drizzle } = await import("drizzle-orm/bun-sql");
+  const { dialect, session } = drizzle({ client: connection }) as unknown as {
     dialect: { migrate(m: Migration[], s: unknown, c: object): Promise<void> };
     session: unknown;
   };

@@ -27,13 +27,10 @@ export interface GroupOptions {
  * statement's overhead in the server, for all of them. A call goes out at once when a slot is
  * free, so a lone call waits for nothing; under load the calls that queue while the slots are
  * busy leave together, in arrival order. `run` answers every call of its group (group-insert.ts,
- * tokens.ts, plants.ts).
+ * tokens.ts, plants.ts' deletes).
  *
  * One slot by default: a second statement of the same kind in flight only splits the calls that
- * would have shared the first one's successor. Against two slots, in alternating rounds of the
- * bench's scenarios on one instance: mix +9-14 %, write +2-9 %, read +1-4 %, and PostgreSQL's
- * CPU per mixed request 37 against 53 µs (re-measure: `bun run bench --engine postgres` and
- * `bun bench/cpu-split.ts` on each setting).
+ * would have shared the first one's successor (docs/decisions/0002).
  *
  * But one statement held up (a create waiting for a row lock another session holds, until the
  * statement timeout; a commit stalled on the disk) would hold every later call of its kind. So a

@@ -6,6 +6,7 @@ import type { Clock } from "../../core/tokens";
 import { connect, migrate, type PostgresTarget } from "./client";
 import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";
+import { STATUS_SQL } from "./queries";
 import { createPostgresRateLimiter } from "./rate-limit";
 import { createPostgresTokenStore } from "./tokens";
 import { createPostgresWebhookStore } from "./webhooks";
@@ -38,7 +39,8 @@ export function createPostgresStores(
   const refreshSize = () => {
     if (Date.now() - sizeReadAt < 10_000) return;
     sizeReadAt = Date.now();
-    client`SELECT pg_database_size(current_database())::float8 AS bytes`
+    client
+      .unsafe(STATUS_SQL.databaseBytes)
       .then((rows) => {
         databaseBytes = Number((rows as Array<{ bytes: number }>)[0]?.bytes ?? 0);
       })
@@ -53,7 +55,7 @@ export function createPostgresStores(
     tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
     webhooks: withDeadline(createPostgresWebhookStore(client, clock), deadline),
     status: {
-      ping: () => client`SELECT 1`,
+      ping: () => client.unsafe(STATUS_SQL.ping),
       // Failures come one request at a time (each gets its own 503) and readiness pings; the one
       // lasting state is a pool whose every connection is held by an overdue call.
       problem: () => (deadline.overdue() >= poolSize ? "timeout" : undefined),

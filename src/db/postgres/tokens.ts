@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { TokenStore } from "../../core/stores";
+import type { TokenListing, TokenStore } from "../../core/stores";
 import {
   type Clock,
   generateToken,
@@ -8,20 +8,21 @@ import {
   LAST_USED_GRANULARITY_MS,
   USER_NAME_RULE,
 } from "../../core/tokens";
-import { POSTGRES_SQL } from "./built-sql";
 import { createGroups } from "./groups";
+import { TOKEN_SQL } from "./queries";
 
 /** A constant for the bootstrap's transaction-scoped advisory lock ("admin" in ASCII). */
 const BOOTSTRAP_LOCK = 0x61646d696e;
 
-const TOKEN_SQL = POSTGRES_SQL.tokens;
-
 /** A connection of the pool, or a transaction's: each runs the statements the same way. */
 type Runner = Pick<SQL, "unsafe">;
 
-/** The rows of a statement as arrays, values in the order it selects them. */
-const rowsOf = <Row extends unknown[]>(runner: Runner, text: string, params: unknown[] = []) =>
-  runner.unsafe(text, params).values() as Promise<Row[]>;
+interface Found {
+  hash: string;
+  tokenId: number;
+  userId: number;
+  lastUsedAt: Date | null;
+}
 
 /**
  * Tokens and their users on PostgreSQL. Every lookup reads the shared table, so a token revoked
@@ -30,14 +31,12 @@ const rowsOf = <Row extends unknown[]>(runner: Runner, text: string, params: unk
  * instance, never awaited by the request.
  */
 export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): TokenStore {
-  // Every request runs this. Lookups that arrive together share one statement (groups.ts): a
-  // read costs PostgreSQL two statements, and this halves the share of the first under load.
-  // Hashes are hex, so a comma list carries them.
-  type Found = [hash: string, tokenId: number, userId: number, lastUsedAt: Date | null];
+  // Every request runs this: lookups that arrive together share one statement (groups.ts;
+  // docs/decisions/0002). Hashes are hex, so a comma list carries them.
   const lookups = createGroups<string, Found | undefined>(async (group) => {
     const hashes = [...new Set(group.map((waiting) => waiting.item))];
-    const rows = await rowsOf<Found>(client, TOKEN_SQL.findActiveByHashes, [hashes.join(",")]);
-    const byHash = new Map(rows.map((row) => [row[0], row]));
+    const rows = (await client.unsafe(TOKEN_SQL.findActive, [hashes.join(",")])) as Found[];
+    const byHash = new Map(rows.map((row) => [row.hash, row]));
     for (const waiting of group) waiting.resolve(byHash.get(waiting.item));
   });
   const recording = new Set<number>();
@@ -56,53 +55,44 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
     const now = new Date(clock()).toISOString();
     const token = generateToken();
     await tx.unsafe(TOKEN_SQL.insertUser, [userName, now]);
-    const [user] = await rowsOf<[id: number]>(tx, TOKEN_SQL.userByName, [userName]);
+    const [user] = (await tx.unsafe(TOKEN_SQL.userByName, [userName])) as Array<{ id: number }>;
     if (!user) throw new Error("user vanished while issuing a token");
-    const [row] = await rowsOf<[id: number]>(tx, TOKEN_SQL.insertToken, [user[0], hashToken(token), now]);
+    const [row] = (await tx.unsafe(TOKEN_SQL.insertToken, [user.id, hashToken(token), now])) as Array<{ id: number }>;
     if (!row) throw new Error("the new token's row was not returned");
-    return { id: row[0], user: userName, token };
+    return { id: row.id, user: userName, token };
   }
 
   return {
     issue: (userName) => client.begin((tx) => issueIn(tx, userName)),
 
     async authenticate(token) {
-      const row = await lookups.add(hashToken(token));
-      if (!row) return undefined;
-      const [, tokenId, userId, lastUsedAt] = row;
+      const found = await lookups.add(hashToken(token));
+      if (!found) return undefined;
       const now = clock();
-      if (lastUsedAt === null || now - lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) recordUse(tokenId, now);
-      return { id: userId, tokenId };
+      if (found.lastUsedAt === null || now - found.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
+        recordUse(found.tokenId, now);
+      }
+      return { id: found.userId, tokenId: found.tokenId };
     },
 
     // Every start but the first finds a token with one read and takes no lock. Instances starting
     // together on an empty database: the lock makes exactly one of them see no token and issue
     // the first one (tokens are never deleted, so a token once seen stays).
     async bootstrap() {
-      if ((await rowsOf(client, TOKEN_SQL.anyToken)).length > 0) return undefined;
+      if ((await client.unsafe(TOKEN_SQL.anyToken)).length > 0) return undefined;
       return client.begin(async (tx) => {
-        await tx.unsafe("SELECT pg_advisory_xact_lock($1)", [BOOTSTRAP_LOCK]);
-        const [any] = await rowsOf(tx, TOKEN_SQL.anyToken);
+        await tx.unsafe(TOKEN_SQL.bootstrapLock, [BOOTSTRAP_LOCK]);
+        const [any] = await tx.unsafe(TOKEN_SQL.anyToken);
         return any ? undefined : issueIn(tx, "admin");
       });
     },
 
-    async list() {
-      type Listed = [id: number, user: string, createdAt: Date, lastUsedAt: Date | null, revokedAt: Date | null];
-      const rows = await rowsOf<Listed>(client, TOKEN_SQL.list);
-      return rows.map(([id, user, createdAt, lastUsedAt, revokedAt]) => ({
-        id,
-        user,
-        createdAt,
-        lastUsedAt,
-        revokedAt,
-      }));
-    },
+    list: async () => [...((await client.unsafe(TOKEN_SQL.list)) as TokenListing[])],
 
     async revoke(tokenId) {
-      const [revoked] = await rowsOf(client, TOKEN_SQL.revoke, [new Date(clock()).toISOString(), tokenId]);
+      const [revoked] = await client.unsafe(TOKEN_SQL.revoke, [new Date(clock()).toISOString(), tokenId]);
       if (revoked) return "revoked";
-      const [row] = await rowsOf(client, TOKEN_SQL.exists, [tokenId]);
+      const [row] = await client.unsafe(TOKEN_SQL.exists, [tokenId]);
       return row ? "already-revoked" : "not-found";
     },
   };

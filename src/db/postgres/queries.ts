@@ -1,0 +1,150 @@
+import { getTableColumns } from "drizzle-orm";
+import type { PlantFilter } from "../../core/stores";
+import { plants } from "./schema";
+
+/*
+ * Every statement the PostgreSQL engine runs, as SQL text, run with `client.unsafe(text, params)`.
+ * Rows come back as objects keyed by the names selected; Bun's driver gives int8 as decimal text.
+ * Grouped statements take their group as one JSON array sent as text (`$1::text::json`): given a
+ * string for a json parameter, the driver would encode it once more, as a JSON string.
+ */
+
+/** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
+export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
+  .filter(([field]) => field !== "ownerId")
+  .map(([field, column]) => ({ field, column: column.name, int64: column.dataType === "bigint" }));
+const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
+  field === column ? `"${column}"` : `"${column}" AS "${field}"`,
+).join(", ");
+const PLANT_COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
+
+/** The owner's plants matching `filter`, by id, as `columns`; binds owner, tag, cursor, row count in that order. */
+export function listSql({ tag, after }: PlantFilter, columns: string): string {
+  const where = ["owner_id = $1"];
+  if (tag !== undefined) where.push(`tag = $${where.length + 1}`);
+  if (after !== undefined) where.push(`id > $${where.length + 1}`);
+  return `SELECT ${columns} FROM plants WHERE ${where.join(" AND ")} ORDER BY id LIMIT $${where.length + 1}`;
+}
+
+export const PLANT_SQL = {
+  ids: (filter: PlantFilter) => listSql(filter, '"id"'),
+  page: (filter: PlantFilter) => listSql(filter, SELECT_PLANT),
+  get: `SELECT ${SELECT_PLANT} FROM plants WHERE owner_id = $1 AND id = $2`,
+  /**
+   * A group of creates, keys = column names, in arrival order (so the outbox, filled by a
+   * trigger per row, keeps it); a taken (owner, id) is skipped.
+   */
+  insertGroup: `INSERT INTO plants (${PLANT_COLUMNS})
+    SELECT ${PLANT_COLUMNS} FROM json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
+    ORDER BY ordinality
+    ON CONFLICT DO NOTHING
+    RETURNING owner_id AS "ownerId", ${SELECT_PLANT}`,
+  /**
+   * A group of deletes; a plant another session holds locked is skipped, not waited for (its
+   * delete is sent again alone, `deleteOne`, so it waits by itself).
+   */
+  deleteGroup: `DELETE FROM plants USING (
+      SELECT p.owner_id, p.id FROM plants p
+      JOIN json_to_recordset($1::text::json) AS q(o integer, i bigint) ON p.owner_id = q.o AND p.id = q.i
+      FOR UPDATE OF p SKIP LOCKED
+    ) AS free
+    WHERE plants.owner_id = free.owner_id AND plants.id = free.id
+    RETURNING plants.owner_id::text || ':' || plants.id::text AS key`,
+  deleteOne: "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1",
+};
+
+/** Times are bound as ISO 8601 text and read back as Dates. */
+export const TOKEN_SQL = {
+  /** A comma list of hashes (hex) → the active tokens among them. */
+  findActive: `SELECT hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt" FROM tokens
+    WHERE hash = ANY(string_to_array($1::text, ',')) AND revoked_at IS NULL`,
+  touch: "UPDATE tokens SET last_used_at = $1::timestamptz WHERE id = $2",
+  anyToken: "SELECT id FROM tokens LIMIT 1",
+  bootstrapLock: "SELECT pg_advisory_xact_lock($1::int8)",
+  insertUser: "INSERT INTO users (name, created_at) VALUES ($1, $2::timestamptz) ON CONFLICT DO NOTHING",
+  userByName: "SELECT id FROM users WHERE name = $1",
+  insertToken: "INSERT INTO tokens (user_id, hash, created_at) VALUES ($1, $2, $3::timestamptz) RETURNING id",
+  list: `SELECT t.id, u.name AS user, t.created_at AS "createdAt", t.last_used_at AS "lastUsedAt", t.revoked_at AS "revokedAt"
+    FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
+  revoke: "UPDATE tokens SET revoked_at = $1::timestamptz WHERE id = $2 AND revoked_at IS NULL RETURNING id",
+  exists: "SELECT id FROM tokens WHERE id = $1",
+};
+
+const ENDPOINT = `id, url, created_at AS "createdAt", disabled_at IS NOT NULL AS disabled`;
+const DELIVERY = `id, status, attempts, last_status AS "lastStatus", created_at AS "createdAt", next_attempt_at AS "nextAttemptAt"`;
+
+/**
+ * Webhook endpoints and the outbox (the triggers are in drizzle/postgres/0003). Claims and leases
+ * use the database's clock, which every instance shares.
+ */
+export const WEBHOOK_SQL = {
+  /** Per owner, so the endpoint cap holds across instances. */
+  registerLock: "SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
+  countOwn: "SELECT count(*)::int AS n FROM webhooks WHERE owner_id = $1",
+  register: `INSERT INTO webhooks (owner_id, url, secret, created_at) VALUES ($1, $2, $3, $4) RETURNING ${ENDPOINT}`,
+  listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = $1 ORDER BY id`,
+  remove: "DELETE FROM webhooks WHERE owner_id = $1 AND id = $2 RETURNING id",
+  /** (owner, endpoint, after or null, rows): whether the endpoint is the owner's, where `after` is, and the page. */
+  page: `WITH endpoint AS (SELECT id FROM webhooks WHERE owner_id = $1 AND id = $2),
+    start AS (
+      SELECT CASE WHEN $3::text IS NULL THEN 0
+        ELSE (SELECT seq FROM webhook_deliveries WHERE webhook_id = $2 AND id = $3::text) END AS seq
+    )
+    SELECT (SELECT count(*)::int FROM endpoint) AS found, start.seq IS NOT NULL AS started, d.*
+    FROM start LEFT JOIN LATERAL (
+      SELECT ${DELIVERY} FROM webhook_deliveries
+      WHERE webhook_id = (SELECT id FROM endpoint) AND seq > start.seq ORDER BY seq LIMIT $4
+    ) d ON true`,
+  /** Rows another instance is claiming are skipped; a claimed row is not due again until its lease ends. */
+  claim: `UPDATE webhook_deliveries d SET next_attempt_at = now() + $1::float8 * interval '1 millisecond'
+    FROM webhooks w
+    WHERE w.id = d.webhook_id AND d.seq IN (
+      SELECT seq FROM webhook_deliveries WHERE next_attempt_at <= now()
+      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    )
+    RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
+  /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
+  recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
+    ON CONFLICT DO NOTHING`,
+  pending: "SELECT count(*)::int AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+  endpointExists: "SELECT id FROM webhooks WHERE id = $1",
+  failed: `SELECT ${DELIVERY},
+      (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS "lastError"
+    FROM webhook_deliveries d WHERE d.webhook_id = $1 AND d.status = 'failed' ORDER BY d.seq`,
+  redeliver: `WITH target AS (
+      SELECT d.seq, d.status, w.disabled_at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+      WHERE d.id = $1
+    ), queued AS (
+      UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now()
+      WHERE seq = (SELECT seq FROM target WHERE status = 'failed' AND disabled_at IS NULL)
+      RETURNING seq
+    )
+    SELECT target.disabled_at IS NOT NULL AS disabled, (SELECT count(*)::int FROM queued) AS queued FROM target`,
+};
+
+/**
+ * The per-token token bucket, (key, perMinute, now ms, refill per ms): one statement takes from it,
+ * so concurrent checks from any instance count exactly; a refused take changes nothing.
+ */
+const REFILLED = "LEAST($2::float8, bucket.tokens + GREATEST(0, $3::float8 - bucket.updated_at) * $4::float8)";
+export const RATE_LIMIT_SQL = {
+  take: `INSERT INTO rate_limits AS bucket (key, tokens, updated_at) VALUES ($1, $2::float8 - 1, $3::float8)
+    ON CONFLICT (key) DO UPDATE SET tokens = ${REFILLED} - 1, updated_at = GREATEST(bucket.updated_at, $3::float8)
+    WHERE ${REFILLED} >= 1
+    RETURNING 1 AS ok`,
+  bucket: 'SELECT tokens, updated_at AS "updatedAt" FROM rate_limits WHERE key = $1',
+};
+
+export const STATUS_SQL = {
+  ping: "SELECT 1",
+  databaseBytes: "SELECT pg_database_size(current_database())::float8 AS bytes",
+};
+
+/** Drizzle's migrator keeps its rows in drizzle.__drizzle_migrations; `migrate` (client.ts) reads them there. */
+export const MIGRATION_SQL = {
+  tableExists: "SELECT to_regclass($1) IS NOT NULL AS exists",
+  recorded: 'SELECT hash, created_at::float8 AS "createdAt" FROM drizzle.__drizzle_migrations',
+  lock: "SELECT pg_advisory_lock($1::int8)",
+  unlock: "SELECT pg_advisory_unlock($1::int8)",
+};
