@@ -117,6 +117,8 @@ function testEnv(extra: Record<string, string>): Record<string, string | undefin
   }
   // The full run digs deeper into hostile input than the fast loop (tests/support/hostile-arbitraries.ts).
   env.HOSTILE_RUNS ??= "300";
+  // And it drives Swagger UI in Chromium, which the fast loop leaves out (tests/process/browser.test.ts).
+  env.TEST_BROWSER ??= "1";
   // Piped output loses bun test's colours; keep them when a person is watching.
   if (process.stdout.isTTY && env.NO_COLOR === undefined) env.FORCE_COLOR ??= "1";
   return env;

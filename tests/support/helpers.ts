@@ -235,7 +235,8 @@ export async function makeTestApp(
       expect(response.status).toBe(200);
     },
     /** Issues a token for `user` (created if needed) and returns the secret. */
-    tokenFor: async (user: string) => (await userWithToken(tokens, user)).token,
+    // Only issued: authenticating would record a last use (tests/engines/tokens.test.ts reads it).
+    tokenFor: async (user: string) => (await tokens.issue(user)).token,
     /** A user (created if needed) with a new token: name, id and token. */
     user: (name = "alice") => userWithToken(tokens, name),
   };

@@ -21,7 +21,7 @@ export interface TestUser {
   token: string;
 }
 
-/** Issues a token for `name` (the user is created if needed) on `tokens`. */
+/** Issues a token for `name` (the user is created if needed) on `tokens`, and reads its user id by authenticating once (a last use). */
 export async function userWithToken(tokens: TokenStore, name = "alice"): Promise<TestUser> {
   const { token } = await tokens.issue(name);
   const user = await tokens.authenticate(token);
