@@ -1,9 +1,9 @@
 import { type FaultLog, faultDetail } from "../core/fault";
-import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../core/stores";
+import type { ClaimedDelivery, WebhookStore } from "../core/stores";
 import type { AttemptResult as MetricResult } from "../ops/metrics";
 import { ATTEMPT_TIMEOUT_MS, LEASE_MS, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
 
-import { type AttemptResult, type Resolver, sendAttempt } from "./send";
+import { type Resolver, sendAttempt } from "./send";
 import { signedHeaders } from "./signing";
 
 export interface DispatcherMetrics {

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { BASE, makeTestApp, onSqlite, type TestApp } from "../support/helpers";
+import { makeTestApp, type TestApp } from "../support/helpers";
 
 const LIMIT_MESSAGE = "limit: must be an integer between 0 and 2147483647";
 

@@ -1,8 +1,8 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { LIST_CHUNK_SIZE } from "../../src/core/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
-import { createGroupCommit } from "../../src/db/sqlite/group-commit";
 import { createSqlitePlantStore } from "../../src/db/sqlite/plants";
+import { inThreadWriter } from "../../src/db/sqlite/writer";
 import { longList } from "../../src/plants/list-answer";
 import { makeTestApp, onSqlite, type TestApp } from "../support/helpers";
 
@@ -219,7 +219,7 @@ describe.if(onSqlite)("the list answer with a small chunk", () => {
   test("every size and limit around the chunk gives the whole array, byte for byte", async () => {
     const { sqlite } = openDatabase({ path: ":memory:", synchronous: "FULL" });
     const chunk = 3;
-    const queries = createSqlitePlantStore(sqlite, createGroupCommit(sqlite), chunk);
+    const queries = createSqlitePlantStore(sqlite, inThreadWriter(sqlite, {}), chunk);
     sqlite.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0), (2, 'b', 0)");
     const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?)");
     const faults: unknown[] = [];

@@ -7,8 +7,8 @@
 import { expect } from "bun:test";
 import type { TokenStore } from "../../src/core/stores";
 import { closeDatabase, openDatabase } from "../../src/db/sqlite/client";
-import { createGroupCommit } from "../../src/db/sqlite/group-commit";
 import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
+import { inThreadWriter } from "../../src/db/sqlite/writer";
 import { type RunningServer, runCli } from "./process";
 
 /** A token as the API takes it. */
@@ -33,7 +33,7 @@ export async function userWithToken(tokens: TokenStore, name = "alice"): Promise
 export async function usersOnFile(path: string, names: string[] = ["alice"]): Promise<TestUser[]> {
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
   try {
-    const tokens = createSqliteTokenStore(sqlite, createGroupCommit(sqlite));
+    const tokens = createSqliteTokenStore(sqlite, inThreadWriter(sqlite, {}));
     const users: TestUser[] = [];
     for (const name of names) users.push(await userWithToken(tokens, name));
     return users;

@@ -1,8 +1,8 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../../core/stores";
-import type { GroupCommit } from "./group-commit";
 import { listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
+import type { Writer } from "./writer";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
@@ -28,18 +28,12 @@ const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag:
  * so they resolve only once durable. Ids are read as bigints (`safeIntegers`): the driver would
  * round integers past 2^53, and a rounded cursor would skip or repeat plants.
  */
-export function createSqlitePlantStore(
-  sqlite: Database,
-  commit: GroupCommit,
-  listChunkSize = LIST_CHUNK_SIZE,
-): PlantStore {
+export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   const lists = SHAPES.map((shape) => ({
     rows: sqlite.prepare<Row, SQLQueryBindings[]>(listSql(shape, false)).safeIntegers(true),
     ids: sqlite.prepare<{ id: bigint }, SQLQueryBindings[]>(listSql(shape, true)).safeIntegers(true),
   }));
   const get = sqlite.prepare<Row, [number, bigint]>(PLANT_SQL.get).safeIntegers(true);
-  const insert = sqlite.prepare<Row, SQLQueryBindings[]>(PLANT_SQL.insert).safeIntegers(true);
-  const remove = sqlite.prepare<{ id: bigint }, [number, bigint]>(PLANT_SQL.delete).safeIntegers(true);
 
   const statementsFor = (filter: PlantFilter) => lists[shapeOf(filter)] as (typeof lists)[0];
   const params = (ownerId: number, { tag, after }: PlantFilter, limit: number) => [
@@ -56,7 +50,12 @@ export function createSqlitePlantStore(
       const values = PLANT_FIELDS.map(({ field }) =>
         field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
       );
-      const row = await commit.run(() => insert.get(ownerId, ...values));
+      const row = await writes.run<Row | null>({
+        sql: PLANT_SQL.insert,
+        mode: "get",
+        params: [ownerId, ...values],
+        exact: true,
+      });
       return row ? toPlant(row) : undefined;
     },
 
@@ -89,7 +88,7 @@ export function createSqlitePlantStore(
     },
 
     async deletePlant(ownerId: number, id: bigint) {
-      return Boolean(await commit.run(() => remove.get(ownerId, id)));
+      return Boolean(await writes.run({ sql: PLANT_SQL.delete, mode: "get", params: [ownerId, id], exact: true }));
     },
   };
 }

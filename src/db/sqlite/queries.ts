@@ -34,15 +34,20 @@ export const PLANT_SQL = {
 export const TOKEN_SQL = {
   /** hash → [tokenId, userId, lastUsedAt]: every request runs it. */
   findActive: "SELECT id, user_id, last_used_at FROM tokens WHERE hash = (?1 || '') AND revoked_at IS NULL",
-  anyToken: "SELECT id FROM tokens LIMIT 1",
   insertUser: "INSERT INTO users (name, created_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-  userByName: "SELECT id FROM users WHERE name = ?1",
-  insertToken: "INSERT INTO tokens (user_id, hash, created_at) VALUES (?1, ?2, ?3) RETURNING id",
+  /** The user by name: created just before in the same group when new. */
+  insertToken:
+    "INSERT INTO tokens (user_id, hash, created_at) SELECT id, ?2, ?3 FROM users WHERE name = ?1 RETURNING id",
+  /** First start only: the user and the token go in while no token was ever issued. */
+  bootstrapUser:
+    "INSERT INTO users (name, created_at) SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM tokens) ON CONFLICT DO NOTHING",
+  bootstrapToken: `INSERT INTO tokens (user_id, hash, created_at) SELECT id, ?2, ?3 FROM users
+    WHERE name = ?1 AND NOT EXISTS (SELECT 1 FROM tokens) RETURNING id`,
   /** [id, user name, createdAt, lastUsedAt, revokedAt] in id order. */
   list: `SELECT t.id, u.name, t.created_at, t.last_used_at, t.revoked_at
     FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
   revokedAt: "SELECT revoked_at FROM tokens WHERE id = ?1",
-  revoke: "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2",
+  revoke: "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL RETURNING id",
   touch: "UPDATE tokens SET last_used_at = ?1 WHERE id = ?2",
 };
 

@@ -1,15 +1,17 @@
 import type { Database } from "bun:sqlite";
+import type { SynchronousMode } from "../../core/database";
 import type { StoreFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { createRateLimiter } from "../../core/rate-limit";
 import type { Stores } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
 import { closeDatabase } from "./client";
-import { createGroupCommit } from "./group-commit";
 import { createSqlitePlantStore } from "./plants";
 import { STATUS_SQL } from "./queries";
 import { createSqliteTokenStore } from "./tokens";
 import { createSqliteWebhookStore } from "./webhooks";
+import { inThreadWriter, type Writer } from "./writer";
+import { startWriterThread } from "./writer-thread";
 
 export interface SqliteStoreOptions {
   /** Writes waiting for their commit past which new ones get 503 (MAX_IN_FLIGHT). */
@@ -18,6 +20,12 @@ export interface SqliteStoreOptions {
   lockTimeoutMs: number;
   clock?: Clock;
   log: FaultLog;
+}
+
+/** The synchronous level the connection was opened with, for the writer thread's own connection. */
+function synchronousOf(sqlite: Database): SynchronousMode {
+  const level = sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
+  return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
 }
 
 /**
@@ -31,20 +39,32 @@ export function createSqliteStores(
 ): Stores {
   const ping = sqlite.prepare(STATUS_SQL.ping);
   const size = sqlite.prepare<{ bytes: number }, []>(STATUS_SQL.databaseBytes);
-  const commit = createGroupCommit(sqlite, {
-    maxQueued,
-    lockTimeoutMs,
-    onHealthChange: (problem: StoreFailureKind | undefined, error?: unknown) =>
-      problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined),
-  });
+  const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
+    problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
+  // A file gets a writer thread; `:memory:` cannot: no second connection can open it.
+  const writes: Writer =
+    sqlite.filename === ":memory:" || sqlite.filename === ""
+      ? inThreadWriter(sqlite, { maxQueued, lockTimeoutMs, onHealthChange })
+      : startWriterThread({
+          path: sqlite.filename,
+          synchronous: synchronousOf(sqlite),
+          maxQueued,
+          lockTimeoutMs,
+          onHealthChange,
+          onCrash: (error) =>
+            log(
+              "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
+              faultDetail(error),
+            ),
+        });
   return {
     engine: "sqlite",
-    plants: createSqlitePlantStore(sqlite, commit),
-    tokens: createSqliteTokenStore(sqlite, commit, clock),
-    webhooks: createSqliteWebhookStore(sqlite, commit, clock),
+    plants: createSqlitePlantStore(sqlite, writes),
+    tokens: createSqliteTokenStore(sqlite, writes, clock),
+    webhooks: createSqliteWebhookStore(sqlite, writes, clock),
     status: {
       ping: async () => ping.get(),
-      problem: commit.problem,
+      problem: writes.problem,
       figures: { databaseBytes: () => size.get()?.bytes ?? 0 },
     },
     requestLimiter(perMinute, limiterClock) {
@@ -52,7 +72,7 @@ export function createSqliteStores(
       return { take: async (key) => limiter.take(key) };
     },
     async close() {
-      await commit.drain();
+      await writes.close();
       try {
         closeDatabase(sqlite);
       } catch (error) {

@@ -7,8 +7,8 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import type { GroupCommit } from "./group-commit";
 import { WEBHOOK_SQL as SQL } from "./queries";
+import type { Writer } from "./writer";
 
 interface EndpointRow {
   id: number;
@@ -46,33 +46,32 @@ const toDelivery = (row: DeliveryRow): DeliveryListing => ({
  * Webhook endpoints and the outbox on SQLite. Every write is one statement through group commit;
  * the dispatcher's writes are bookkeeping, so they never take a client's place in the queue.
  */
-export function createSqliteWebhookStore(sqlite: Database, commit: GroupCommit, clock: () => number): WebhookStore {
+export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock: () => number): WebhookStore {
   const listOwn = sqlite.prepare<EndpointRow, [number]>(SQL.listOwn);
   const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
-  const register = sqlite.prepare<EndpointRow, [number, string, string, number, number]>(SQL.register);
-  const remove = sqlite.prepare<{ id: number }, [number, number]>(SQL.remove);
   const seqOf = sqlite.prepare<{ seq: number }, [number, string]>(SQL.seqOf);
   const page = sqlite.prepare<DeliveryRow, [number, number, number]>(SQL.page);
   const anyDue = sqlite.prepare<{ due: number }, [number]>(SQL.anyDue);
-  const claim = sqlite.prepare<Omit<ClaimedDelivery, "url" | "secret">, [number, number, number]>(SQL.claim);
   const endpointSecret = sqlite.prepare<{ url: string; secret: string }, [number]>(SQL.endpointSecret);
-  const recordAttempt = sqlite.prepare<unknown, Array<string | number | null>>(SQL.recordAttempt);
   const pending = sqlite.prepare<{ n: number }, []>(SQL.pending);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
-  const redeliver = sqlite.prepare<{ status: string }, [number, string]>(SQL.redeliver);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
 
   return {
     async register(ownerId, url, secret, max) {
-      const row = await commit.run(() => register.get(ownerId, url, secret, clock(), max));
+      const row = await writes.run<EndpointRow | null>({
+        sql: SQL.register,
+        mode: "get",
+        params: [ownerId, url, secret, clock(), max],
+      });
       return row ? { ...toEndpoint(row), secret } : undefined;
     },
 
     list: async (ownerId) => listOwn.all(ownerId).map(toEndpoint),
 
     async remove(ownerId, id) {
-      return Boolean(await commit.run(() => remove.get(ownerId, id)));
+      return Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] }));
     },
 
     async deliveries(ownerId, webhookId, after, count) {
@@ -92,7 +91,10 @@ export function createSqliteWebhookStore(sqlite: Database, commit: GroupCommit, 
     async claimDue(count, leaseMs) {
       const now = clock();
       if (!anyDue.get(now)) return [];
-      const rows = await commit.run(() => claim.all(now + leaseMs, now, count), { bookkeeping: true });
+      const rows = await writes.run<Array<Omit<ClaimedDelivery, "url" | "secret">>>(
+        { sql: SQL.claim, mode: "all", params: [now + leaseMs, now, count] },
+        { bookkeeping: true },
+      );
       const claimed: ClaimedDelivery[] = [];
       for (const row of rows) {
         const endpoint = endpointSecret.get(row.webhookId);
@@ -112,7 +114,7 @@ export function createSqliteWebhookStore(sqlite: Database, commit: GroupCommit, 
         a.outcome,
         a.retryInMs === undefined ? null : Math.round(a.retryInMs),
       ];
-      await commit.run(() => recordAttempt.run(...values), { bookkeeping: true });
+      await writes.run({ sql: SQL.recordAttempt, mode: "run", params: values }, { bookkeeping: true });
     },
 
     pendingCount: async () => pending.get()?.n ?? 0,
@@ -123,7 +125,7 @@ export function createSqliteWebhookStore(sqlite: Database, commit: GroupCommit, 
     },
 
     async redeliver(deliveryId): Promise<RedeliverOutcome> {
-      if (await commit.run(() => redeliver.get(clock(), deliveryId))) return "queued";
+      if (await writes.run({ sql: SQL.redeliver, mode: "get", params: [clock(), deliveryId] })) return "queued";
       const state = deliveryState.get(deliveryId);
       if (!state) return "not-found";
       return state.disabledAt !== null ? "disabled" : "not-failed";

@@ -1,0 +1,38 @@
+import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
+import type { Write } from "./writer";
+
+/** What crosses between the main thread and the writer thread (writer-thread.ts, writer-worker.ts). */
+export type ToWriter =
+  | { type: "init"; path: string; synchronous: string; lockTimeoutMs: number }
+  /** The writes queued in one turn of the main thread's event loop. */
+  | { type: "writes"; writes: Array<{ id: number; write: Write; bookkeeping: boolean }> }
+  /** Writes are failing for lack of space or I/O: try a write that changes nothing. */
+  | { type: "probe" }
+  | { type: "close" };
+
+/** A failure as it crosses threads: its kind when it is the store's, its message and code. */
+export interface WireError {
+  kind?: StoreFailureKind;
+  message: string;
+  code?: string;
+}
+
+export type FromWriter =
+  | { type: "open-failed"; error: WireError }
+  | { type: "done"; results: Array<[id: number, ok: true, value: unknown] | [id: number, ok: false, error: WireError]> }
+  | { type: "health"; problem: StoreFailureKind | undefined; error?: WireError }
+  | { type: "closed" };
+
+export function toWire(error: unknown): WireError {
+  const kind = storeFailureKind(error);
+  // The store's own error (SQLITE_FULL…) says more than the StoreUnavailable around it.
+  const inner = error instanceof StoreUnavailable && error.cause instanceof Error ? error.cause : error;
+  const message = inner instanceof Error ? inner.message : String(inner);
+  const code = (inner as { code?: unknown } | undefined)?.code;
+  return { kind, message, code: typeof code === "string" ? code : undefined };
+}
+
+export function fromWire(wire: WireError): Error {
+  const cause = Object.assign(new Error(wire.message), wire.code === undefined ? {} : { code: wire.code });
+  return wire.kind === undefined ? cause : new StoreUnavailable(wire.kind, { cause });
+}

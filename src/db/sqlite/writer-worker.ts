@@ -1,0 +1,93 @@
+/**
+ * The writer thread: its own connection to the database file, running group commit, so the
+ * fsync of every commit waits here while the main thread goes on answering reads from its
+ * connection, which WAL allows.
+ */
+import { Database } from "bun:sqlite";
+import { createGroupCommit, type GroupCommit } from "./group-commit";
+import { statementRunner } from "./writer";
+import { type FromWriter, type ToWriter, toWire } from "./writer-protocol";
+
+declare const self: Worker;
+
+let sqlite: Database | undefined;
+let commit: GroupCommit | undefined;
+let runStatement: ReturnType<typeof statementRunner> | undefined;
+/** Writes received and not yet answered: closing waits for them. */
+let unanswered = 0;
+let closing = false;
+let answers: Extract<FromWriter, { type: "done" }>["results"] = [];
+
+const post = (message: FromWriter) => self.postMessage(message);
+
+/** Answers settled in one turn go back in one message. */
+function answer(result: (typeof answers)[number]) {
+  if (answers.length === 0) queueMicrotask(sendAnswers);
+  answers.push(result);
+}
+
+function sendAnswers() {
+  const results = answers;
+  answers = [];
+  unanswered -= results.length;
+  post({ type: "done", results });
+  if (closing && unanswered === 0) close();
+}
+
+function open(init: Extract<ToWriter, { type: "init" }>) {
+  try {
+    // Never creates the file: one that is gone is a failure to report, not a new empty store.
+    sqlite = new Database(init.path, { readwrite: true, create: false, strict: true });
+    // Per connection: the main thread set these on its own; WAL is the file's and already on.
+    sqlite.run(`PRAGMA synchronous = ${init.synchronous}`);
+    sqlite.run("PRAGMA foreign_keys = ON");
+    runStatement = statementRunner(sqlite);
+    commit = createGroupCommit(sqlite, {
+      lockTimeoutMs: init.lockTimeoutMs,
+      onHealthChange: (problem, error) =>
+        post({ type: "health", problem, error: error === undefined ? undefined : toWire(error) }),
+    });
+  } catch (error) {
+    post({ type: "open-failed", error: toWire(error) });
+  }
+}
+
+function write({ writes }: Extract<ToWriter, { type: "writes" }>) {
+  for (const { id, write, bookkeeping } of writes) {
+    unanswered++;
+    const run = runStatement;
+    if (!commit || !run) {
+      answer([id, false, { kind: "io", message: "the writer's connection is not open" }]);
+      continue;
+    }
+    commit
+      .run(() => run(write), { bookkeeping })
+      .then(
+        (value) => answer([id, true, value]),
+        (error) => answer([id, false, toWire(error)]),
+      );
+  }
+}
+
+function close() {
+  // `true` finalizes the statements and lets go of the connection now: left to be collected, it
+  // would hold the WAL and the main thread's final checkpoint would find the database busy.
+  try {
+    sqlite?.close(true);
+  } catch {
+    // Nothing is lost: every write was answered before, and the main thread checkpoints.
+  }
+  sqlite = undefined;
+  post({ type: "closed" });
+}
+
+self.onmessage = (event: MessageEvent<ToWriter>) => {
+  const message = event.data;
+  if (message.type === "init") open(message);
+  else if (message.type === "writes") write(message);
+  else if (message.type === "probe") commit?.problem();
+  else {
+    closing = true;
+    if (unanswered === 0) close();
+  }
+};

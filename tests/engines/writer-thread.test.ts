@@ -1,0 +1,199 @@
+/**
+ * The writer thread (docs/decisions/0001-group-commit.md), for its mechanism, not its timings: on
+ * a database file, commits (and their fsyncs) run on a thread of their own while the event loop goes on.
+ */
+import { Database } from "bun:sqlite";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { StoreUnavailable } from "../../src/core/failures";
+import type { Stores } from "../../src/core/stores";
+import { openDatabase } from "../../src/db/sqlite/client";
+import { createSqliteStores } from "../../src/db/sqlite/stores";
+import type { Write } from "../../src/db/sqlite/writer";
+import { startWriterThread } from "../../src/db/sqlite/writer-thread";
+import { onSqlite } from "../support/helpers";
+import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
+
+setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A scratch folder removed after the test. */
+function scratch(): string {
+  const dir = mkdtempSync(join(tmpdir(), "plant-store-writer-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Stores on a fresh database file, with its default writer; one user (id 1) exists. */
+function storesOnFile(): { stores: Stores; path: string } {
+  const path = join(scratch(), "plants.sqlite");
+  const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+  sqlite.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0)");
+  const stores = createSqliteStores(sqlite, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
+  cleanups.push(() => stores.close());
+  return { stores, path };
+}
+
+/** One turn of the event loop: writes queued before it have been handed to the writer. */
+/** A write that changes nothing. */
+const NO_OP: Write = { sql: "SELECT 1", mode: "get", params: [] };
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe.if(onSqlite)("the writer thread", () => {
+  test("a write is committed while this thread is blocked: the commit runs on another thread", async () => {
+    const { stores, path } = storesOnFile();
+    const created = stores.plants.createPlant(1, { id: 7, name: "fern" });
+    await turn();
+    // From here this thread never yields: no event-loop turn, no microtask. If the commit ran
+    // here, the row could not appear before the loop below gives up.
+    const reader = new Database(path, { readonly: true });
+    const seen = reader.prepare("SELECT name FROM plants WHERE owner_id = 1 AND id = 7");
+    const deadline = performance.now() + 10_000;
+    let row = seen.get();
+    while (row === null && performance.now() < deadline) {
+      Bun.sleepSync(1);
+      row = seen.get();
+    }
+    reader.close();
+    expect(row).toEqual({ name: "fern" });
+    expect(await created).toEqual({ name: "fern" });
+  });
+
+  test("each write still gets its own answer: 200, 409, 204 and 404 as one batch", async () => {
+    const { stores } = storesOnFile();
+    const outcomes = await Promise.all([
+      stores.plants.createPlant(1, { id: 1, name: "a" }),
+      stores.plants.createPlant(1, { id: 1, name: "again" }),
+      stores.plants.createPlant(1, { id: 2, name: "b", tag: "t" }),
+      stores.plants.deletePlant(1, 3n),
+    ]);
+    expect(outcomes).toEqual([{ name: "a" }, undefined, { name: "b", tag: "t" }, false]);
+    expect(await stores.plants.deletePlant(1, 1n)).toBe(true);
+    // Read on this thread's own connection: the writer's commits are there.
+    expect(await stores.plants.getPlant(1, 2n)).toEqual({ name: "b", tag: "t" });
+    expect(await stores.plants.getPlant(1, 1n)).toBeUndefined();
+  });
+
+  test("ids past 2^53 cross the thread boundary exactly", async () => {
+    const { stores } = storesOnFile();
+    const id = "9223372036854775807";
+    await stores.plants.createPlant(1, { id: BigInt(id) as unknown as number, name: "max" });
+    const page = await stores.plants.listPage(1, {}, 10);
+    expect(page.lastId).toBe(BigInt(id));
+  });
+
+  test("starts with the first write, never with the stores, and one thread serves every write", async () => {
+    const started: unknown[] = [];
+    const Original = globalThis.Worker;
+    globalThis.Worker = class extends Original {
+      constructor(...args: ConstructorParameters<typeof Worker>) {
+        super(...args);
+        started.push(args[0]);
+      }
+    };
+    cleanups.push(() => {
+      globalThis.Worker = Original;
+    });
+    const { stores } = storesOnFile();
+    await turn();
+    expect(await stores.plants.getPlant(1, 1n)).toBeUndefined();
+    expect(started).toHaveLength(0);
+    expect(await stores.plants.createPlant(1, { id: 1, name: "fern" })).toEqual({ name: "fern" });
+    expect(await stores.tokens.issue("reader")).toMatchObject({ user: "reader" });
+    expect(started).toHaveLength(1);
+  });
+
+  test("closing waits for the writes queued, then a write is refused", async () => {
+    const { stores } = storesOnFile();
+    const writes = [1, 2, 3].map((id) => stores.plants.createPlant(1, { id, name: `p${id}` }));
+    await stores.close();
+    expect(await Promise.all(writes)).toEqual([{ name: "p1" }, { name: "p2" }, { name: "p3" }]);
+    await expect(stores.plants.createPlant(1, { id: 4, name: "late" })).rejects.toThrow();
+    cleanups.pop();
+  });
+});
+
+// On PostgreSQL every read is a round trip, so the route is async there by nature.
+
+/** A worker writer on `path` (with another thread script, if given) that records its crashes. */
+function failingWriter(path: string, script?: URL) {
+  const crashes: unknown[] = [];
+  const writer = startWriterThread({
+    path,
+    synchronous: "FULL",
+    maxQueued: 10,
+    lockTimeoutMs: 1_000,
+    onCrash: (error) => crashes.push(error),
+    script,
+  });
+  cleanups.push(() => writer.close());
+  return { writer, crashes };
+}
+
+describe.if(onSqlite)("a writer thread that dies", () => {
+  test("its writes fail as the store's (503), at once; a later write starts a new thread, at most once a second", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
+    const { writer, crashes } = failingWriter(path, new URL("../support/fixtures/dying-writer.ts", import.meta.url));
+    const first = await writer.run(NO_OP).catch((error) => error);
+    expect(first).toBeInstanceOf(StoreUnavailable);
+    expect((first as StoreUnavailable).kind).toBe("io");
+    expect(crashes).toHaveLength(1);
+    // Within the pause no thread is started: refused at once, not queued.
+    const refused = await writer.run(NO_OP).catch((error) => error);
+    expect((refused as StoreUnavailable).kind).toBe("io");
+    expect(crashes).toHaveLength(1);
+    // After it, a write starts a new thread (which dies again here).
+    const crashed = await until(
+      async () => {
+        await writer.run(NO_OP).catch(() => {});
+        return crashes.length;
+      },
+      { holds: (count) => count === 2, timeoutMs: 5_000 },
+    );
+    expect(crashed).toBe(2);
+  });
+
+  test("a thread that cannot be started at all: 503 io for the writes waiting on it, logged, and the service goes on", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
+    const Original = globalThis.Worker;
+    globalThis.Worker = class {
+      constructor() {
+        throw new Error("no thread for you");
+      }
+    } as unknown as typeof Worker;
+    cleanups.push(() => {
+      globalThis.Worker = Original;
+    });
+    const { writer, crashes } = failingWriter(path);
+    const failed = await Promise.all([writer.run(NO_OP), writer.run(NO_OP)].map((w) => w.catch((e) => e)));
+    for (const error of failed) {
+      expect(error).toBeInstanceOf(StoreUnavailable);
+      expect((error as StoreUnavailable).kind).toBe("io");
+    }
+    expect(crashes).toEqual([new Error("no thread for you")]);
+    // Within the pause the next write is refused at once, as after a crash.
+    const refused = await writer.run(NO_OP).catch((error) => error);
+    expect((refused as StoreUnavailable).kind).toBe("io");
+    expect(crashes).toHaveLength(1);
+  });
+
+  test("a writer thread that cannot open the file (it is gone): 503 io for its writes, logged, never a new empty file", async () => {
+    const path = join(scratch(), "gone.sqlite");
+    const { writer, crashes } = failingWriter(path);
+    const failed = await writer.run(NO_OP).catch((error) => error);
+    expect(failed).toBeInstanceOf(StoreUnavailable);
+    expect((failed as StoreUnavailable).kind).toBe("io");
+    expect(crashes).toHaveLength(1);
+    expect(await Bun.file(path).exists()).toBe(false);
+  });
+});
