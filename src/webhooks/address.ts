@@ -1,12 +1,16 @@
-import { isIP } from "node:net";
-
 /**
  * Which addresses a webhook may be sent to: public unicast only. Written out rather than with
  * node:net's BlockList, which matches every IPv4 address against an IPv6 rule for
  * `::ffff:0:0/96` (IPv4-mapped), so one list cannot hold both families' rules.
  */
 
-export { isIP };
+let net: typeof import("node:net") | undefined;
+
+/** node:net's isIP (0, 4 or 6), node:net loaded on first use: only webhooks need it, and a start would pay for it. */
+export function isIP(text: string): number {
+  net ??= require("node:net") as typeof import("node:net");
+  return net.isIP(text);
+}
 
 /** An address as a number: IPv4 in 32 bits, IPv6 in 128. */
 function ipv4Bits(text: string): bigint {

@@ -1,6 +1,4 @@
 import type { IncomingMessage } from "node:http";
-import http from "node:http";
-import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { deadlineOf, raceSignal, reasonOf } from "./failure";
 import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
@@ -73,7 +71,7 @@ export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   try {
     const url = parse(input.url);
     const target = await raceSignal(checkedAddress(url, input), deadline.signal);
-    const client = clientFor(url);
+    const client = await clientFor(url);
     const answer = await exchange(client, url, target, input, deadline.signal);
     const retry = retryAfterMs(answer.retryAfter);
     return { status: answer.status, durationMs: durationMs(), ...(retry === undefined ? {} : { retryAfterMs: retry }) };
@@ -95,9 +93,11 @@ function parse(text: string): URL {
   return url;
 }
 
-type Client = Pick<typeof http, "request">;
+type Client = Pick<typeof import("node:http"), "request">;
 
-const clientFor = (url: URL): Client => (url.protocol === "https:" ? https : http);
+/** Loaded with the first attempt: most starts have no delivery due, and a start would pay for them. */
+const clientFor = (url: URL): Promise<Client> =>
+  url.protocol === "https:" ? import("node:https") : import("node:http");
 
 /**
  * POSTs to the pinned address; no redirect is followed (node:http never does). `agent: false`

@@ -38,6 +38,7 @@ export const TOKEN_SQL = {
   /** The user by name: created just before in the same group when new. */
   insertToken:
     "INSERT INTO tokens (user_id, hash, created_at) SELECT id, ?2, ?3 FROM users WHERE name = ?1 RETURNING id",
+  anyToken: "SELECT 1 FROM tokens LIMIT 1",
   /** First start only: the user and the token go in while no token was ever issued. */
   bootstrapUser:
     "INSERT INTO users (name, created_at) SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM tokens) ON CONFLICT DO NOTHING",

@@ -24,6 +24,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
   const revokedAt = sqlite.prepare<unknown, [number]>(TOKEN_SQL.revokedAt);
   const list = sqlite.prepare<unknown, []>(TOKEN_SQL.list);
+  const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
 
   /** Tokens whose last use is being recorded: one write each, however many requests come meanwhile. */
   const recording = new Set<number>();
@@ -68,7 +69,8 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
       return { id: userId, tokenId };
     },
 
-    bootstrap: () => issue("admin", true),
+    // Read first: every start but the very first writes nothing.
+    bootstrap: async () => (anyToken.get() ? undefined : issue("admin", true)),
 
     async list() {
       const rows = list.values() as Array<[number, string, number, Millis, Millis]>;
