@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import SwaggerParser from "@apidevtools/swagger-parser";
+import { plantModels } from "../../src/plants/model";
 import { makeTestApp } from "../support/helpers";
 
 /** The parts of an OpenAPI document these tests read. */
@@ -50,7 +51,9 @@ describe("OpenAPI document at /swagger/json", () => {
     const { Plant, NewPlant, Error: ErrorSchema } = document.components.schemas;
     if (!Plant || !NewPlant || !ErrorSchema) throw new Error("a component schema is missing");
     expect(Plant.required).toEqual(["name"]);
-    expect(Object.keys(Plant.properties).sort()).toEqual(["name", "tag"]);
+    // The document follows the model, which follows the schema (tests/unit/plant-model.test.ts).
+    expect(Object.keys(Plant.properties)).toEqual(Object.keys(plantModels.Plant.properties));
+    expect(Object.keys(Plant.properties)).toContain("tag");
     expect(NewPlant.required).toEqual(["id", "name"]);
     expect(NewPlant.properties.id).toMatchObject({ type: "integer", format: "int64" });
     expect(NewPlant.properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 256 });
