@@ -206,7 +206,9 @@ describe(`webhooks across processes (${ENGINE})`, () => {
       const env = { DATABASE_URL: await databaseUrl() };
       const [a, b] = await Promise.all([server(env), server(env)]);
       if (!a || !b) throw new Error("two instances");
-      const token = tokenOf(a) ?? tokenOf(b);
+      // Both start at once: whichever found no token prints the one it made.
+      const token = [a, b].map((instance) => /pst_[A-Za-z0-9_-]{43}/.exec(instance.startupOutput)?.[0]).find(Boolean);
+      if (!token) throw new Error("neither instance printed the first token");
       const registered = await post(a.url, token, "/webhooks", JSON.stringify({ url: hook.url() }));
       const endpoint = ((await registered.json()) as { id: number }).id;
       const created = await Promise.all(
