@@ -13,7 +13,7 @@ import { ENGINE, freshPostgresDatabase, onPostgres } from "../support/helpers";
 import { DIRECT, type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
-import { bootstrapToken } from "../support/users";
+import { bootstrapToken, printedToken } from "../support/users";
 import { never, startReceiver } from "../support/webhook-receiver";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
@@ -207,7 +207,7 @@ describe(`webhooks across processes (${ENGINE})`, () => {
       const [a, b] = await Promise.all([server(env), server(env)]);
       if (!a || !b) throw new Error("two instances");
       // Both start at once: whichever found no token prints the one it made.
-      const token = [a, b].map((instance) => /pst_[A-Za-z0-9_-]{43}/.exec(instance.startupOutput)?.[0]).find(Boolean);
+      const token = printedToken(a) ?? printedToken(b);
       if (!token) throw new Error("neither instance printed the first token");
       const registered = await post(a.url, token, "/webhooks", JSON.stringify({ url: hook.url() }));
       const endpoint = ((await registered.json()) as { id: number }).id;

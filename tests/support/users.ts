@@ -53,7 +53,12 @@ export async function userFromCli(env: Record<string, string>, name: string): Pr
 
 /** The token a server's first start prints for its admin (alone on a line, or inside a JSON log line). */
 export function bootstrapToken(server: RunningServer): string {
-  const token = /pst_[A-Za-z0-9_-]{43}/.exec(server.startupOutput)?.[0];
+  const token = printedToken(server);
   if (!token) throw new Error(`no bootstrap token in the server's start-up output: ${server.startupOutput}`);
   return token;
+}
+
+/** The first token a server printed at start, if it printed one (of instances started at once, one does). */
+export function printedToken(server: RunningServer): string | undefined {
+  return /pst_[A-Za-z0-9_-]{43}/.exec(server.startupOutput)?.[0];
 }
