@@ -40,10 +40,10 @@ function tooMany(retryAfter: number, message: string): HttpError {
 }
 
 /**
- * The user behind the request's bearer token, decided from the headers alone. A client
- * address whose failures used up their budget is refused before its token is even looked at,
- * so guessing tokens is slowed down whatever it guesses; a found user goes ahead unless their
- * token's request budget is spent.
+ * The user behind the request's bearer token, decided from the headers alone. Only failures
+ * are counted against the client's address, and only failures are refused for it: a spent
+ * address slows down guessing, never a caller with a valid token (behind a proxy many clients
+ * may share one address). A found user goes ahead unless their token's budget is spent.
  */
 export async function authenticateRequest(
   tokens: TokenStore,
@@ -51,13 +51,11 @@ export async function authenticateRequest(
   request: Request,
   clientOf: () => string | undefined = () => undefined,
 ): Promise<AuthenticatedUser> {
-  const client = () => clientOf() ?? "unknown";
-  const blockedFor = limits.failuresPerClient.isEmpty() ? undefined : limits.failuresPerClient.spent(client());
-  if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
   const token = bearerToken(request.headers.get("authorization"));
   const user = token === undefined ? undefined : await tokens.authenticate(token);
   if (!user) {
-    limits.failuresPerClient.take(client());
+    const blockedFor = limits.failuresPerClient.take(clientOf() ?? "unknown");
+    if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
     throw unauthorized(token !== undefined);
   }
   const retryAfter = await limits.perToken.take(user.tokenId);

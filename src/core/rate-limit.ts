@@ -49,16 +49,6 @@ export function createRateLimiter(perMinute: number, clock: Clock) {
       }
       return secondsUntilOne(bucket);
     },
-
-    /** True while nothing has been counted (or all has refilled and been swept): `spent` is then undefined for every key. */
-    isEmpty: () => buckets.size === 0,
-
-    /** Like `take`, without counting: the seconds to wait when the budget is spent, else undefined. */
-    spent(key: number | string): number | undefined {
-      if (perMinute === 0 || !buckets.has(key)) return undefined;
-      const bucket = refilled(key);
-      return bucket.tokens >= 1 ? undefined : secondsUntilOne(bucket);
-    },
   };
 }
 

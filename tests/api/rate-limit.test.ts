@@ -49,7 +49,7 @@ describe("failed authentications per client address", () => {
     return t.app.handle(request);
   }
 
-  test("past the budget an address gets 429 with Retry-After before its token is even looked at", async () => {
+  test("past the budget an address's failures get 429 with Retry-After; its valid tokens are still served", async () => {
     let now = 5_000_000;
     const t = await makeTestApp({ authFailuresPerMinute: 3, now: () => now });
     const valid = await t.tokenFor("alice");
@@ -59,17 +59,34 @@ describe("failed authentications per client address", () => {
     expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(401);
     expect((await from(t, "192.0.2.1", "pst_wrong-again")).status).toBe(401);
 
-    for (const token of ["pst_wrong", valid, undefined]) {
+    for (const token of ["pst_wrong", undefined, "pst_another-guess"]) {
       const limited = await from(t, "192.0.2.1", token);
       expect(limited.headers.get("retry-after")).toBe("20");
       expect(await expectError(limited, 429)).toBe("Too many failed authentications from your address; retry in 20 s.");
     }
+    // Only failures are refused: a valid token from the spent address is served, and spends nothing.
+    for (let i = 0; i < 5; i++) expect((await from(t, "192.0.2.1", valid)).status).toBe(200);
+    expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(429);
     // Other addresses are not affected.
     expect((await from(t, "198.51.100.7", valid)).status).toBe(200);
     expect((await from(t, "198.51.100.7", "pst_wrong")).status).toBe(401);
 
     now += 20_000;
-    expect((await from(t, "192.0.2.1", valid)).status).toBe(200);
+    expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(401);
+    expect((await from(t, "192.0.2.1", "pst_wrong")).status).toBe(429);
+  });
+
+  test("a revoked token counts as a failure; the valid token of another user from that address is served", async () => {
+    const t = await makeTestApp({ authFailuresPerMinute: 2, now: () => 0 });
+    const revoked = await t.tokens.issue("mallory");
+    const bob = await t.tokenFor("bob");
+    expect(await t.tokens.revoke(revoked.id)).toBe("revoked");
+    expect((await from(t, "192.0.2.9", revoked.token)).status).toBe(401);
+    expect((await from(t, "192.0.2.9", revoked.token)).status).toBe(401);
+    expect((await from(t, "192.0.2.9", revoked.token)).status).toBe(429);
+    const served = await from(t, "192.0.2.9", bob);
+    expect(served.status).toBe(200);
+    expect(await served.json()).toEqual([]);
   });
 
   test("0 turns it off", async () => {
