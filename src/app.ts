@@ -23,6 +23,7 @@ export type AppConfig = Pick<
   | "bodyTimeoutMs"
   | "rateLimitPerMinute"
   | "authFailuresPerMinute"
+  | "trustProxy"
   | "corsOrigins"
   | "swaggerPersistAuthorization"
   | "webhookAllowPrivate"
@@ -79,6 +80,7 @@ export function createApp({
   const limits = {
     perToken: stores.requestLimiter(config.rateLimitPerMinute, clock),
     failuresPerClient: createRateLimiter(config.authFailuresPerMinute, clock),
+    trustedProxies: config.trustProxy,
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   const health = createStoreHealth();

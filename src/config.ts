@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { parseTrustedProxy, type TrustedProxies } from "./core/client-address";
 import {
   type DatabaseTarget,
   databaseFrom,
@@ -32,6 +33,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Failed authentications per minute per client address; past it 429. */
   authFailuresPerMinute: number;
+  /** The reverse proxies whose X-Forwarded-For names the client; empty means the peer is the client. */
+  trustProxy: TrustedProxies;
   /** Writes waiting for their commit at once; past it new writes get a fast 503. */
   maxInFlight: number;
   /** How long a write waits for a write lock held elsewhere before its 503. */
@@ -97,6 +100,21 @@ function retryDelays(raw: string | undefined): number[] {
   return parts.map(Number);
 }
 
+function trustedProxies(raw: string | undefined): TrustedProxies {
+  const entries = (raw ?? "")
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  return entries.map((entry) => {
+    const range = parseTrustedProxy(entry);
+    if (range) return range;
+    const shown = JSON.stringify(entry.length > 60 ? `${entry.slice(0, 60)}…` : entry);
+    throw new ConfigError(
+      `TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8,::1); ${shown} is neither`,
+    );
+  });
+}
+
 function originList(raw: string | undefined): string[] {
   const origins = (raw ?? "")
     .split(",")
@@ -134,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyTimeoutMs: integerSetting(env, "BODY_TIMEOUT_MS", 10_000, 100, 600_000),
     rateLimitPerMinute,
     authFailuresPerMinute: rateLimitPerMinute === 0 ? 0 : authFailuresPerMinute,
+    trustProxy: trustedProxies(env.TRUST_PROXY),
     maxInFlight: integerSetting(env, "MAX_IN_FLIGHT", 1024, 1, 1_000_000),
     writeLockTimeoutMs: integerSetting(env, "WRITE_LOCK_TIMEOUT_MS", 5_000, 0, 600_000),
     idleTimeoutSeconds: integerSetting(env, "IDLE_TIMEOUT_SECONDS", 30, 1, 255),

@@ -1,9 +1,10 @@
 import { Elysia } from "elysia";
+import { clientAddress, type TrustedProxies } from "../core/client-address";
 import type { RateLimiter } from "../core/rate-limit";
 import type { RequestLimiter, TokenStore } from "../core/stores";
 import type { AuthenticatedUser } from "../core/tokens";
 import { HttpError } from "../http/errors";
-import type { RequestNotes } from "../ops/request-id";
+import type { RequestNote, RequestNotes } from "../ops/request-id";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
 
@@ -33,6 +34,8 @@ export interface AuthLimits {
   perToken: RequestLimiter;
   /** Failed authentications per client address, per instance. */
   failuresPerClient: RateLimiter;
+  /** The reverse proxies whose X-Forwarded-For names that client (TRUST_PROXY). */
+  trustedProxies: TrustedProxies;
 }
 
 function tooMany(retryAfter: number, message: string): HttpError {
@@ -44,22 +47,26 @@ function tooMany(retryAfter: number, message: string): HttpError {
  * are counted against the client's address, and only failures are refused for it: a spent
  * address slows down guessing, never a caller with a valid token (behind a proxy many clients
  * may share one address). A found user goes ahead unless their token's budget is spent.
+ * `note` gives the peer's address and is told the user, or the client a failure was counted for.
  */
-export async function authenticateRequest(
+async function authenticateRequest(
   tokens: TokenStore,
   limits: AuthLimits,
   request: Request,
-  clientOf: () => string | undefined = () => undefined,
+  note: RequestNote | undefined,
 ): Promise<AuthenticatedUser> {
   const token = bearerToken(request.headers.get("authorization"));
   const user = token === undefined ? undefined : await tokens.authenticate(token);
   if (!user) {
-    const blockedFor = limits.failuresPerClient.take(clientOf() ?? "unknown");
+    const client = clientAddress(note?.peer(), request.headers.get("x-forwarded-for"), limits.trustedProxies);
+    if (note) note.client = client;
+    const blockedFor = limits.failuresPerClient.take(client ?? "unknown");
     if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
     throw unauthorized(token !== undefined);
   }
   const retryAfter = await limits.perToken.take(user.tokenId);
   if (retryAfter !== undefined) throw tooMany(retryAfter, "Too many requests with this token");
+  if (note) note.userId = user.id;
   return user;
 }
 
@@ -70,10 +77,8 @@ export async function authenticateRequest(
  */
 export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
   return new Elysia().derive({ as: "scoped" }, async ({ request }) => {
-    const note = notes.get(request);
-    const user = await authenticateRequest(tokens, limits, request, note?.client);
-    // The access log names the user; the note exists only when the request is observed.
-    if (note) note.userId = user.id;
+    // The note exists only when the request is observed (the access log names user or client).
+    const user = await authenticateRequest(tokens, limits, request, notes.get(request));
     return { user };
   });
 }

@@ -28,6 +28,8 @@ export interface AccessLine {
   status: number;
   ms: number;
   userId: number | undefined;
+  /** The client's address, on a failed authentication's line (the address its limit counts). */
+  client?: string | undefined;
 }
 
 /** pino's options for lines shaped `{"level":"info","time":"<ISO>",…fields,"msg":"…"}`. */

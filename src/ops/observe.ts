@@ -5,7 +5,8 @@ import type { Metrics } from "./metrics";
 import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
 
 type Handler = (request: Request) => Response | Promise<Response>;
-type ObservedHandler = (request: Request, client?: () => string | undefined) => Response | Promise<Response>;
+/** `peer` gives the address of the socket's other end. */
+type ObservedHandler = (request: Request, peer?: () => string | undefined) => Response | Promise<Response>;
 
 export interface ObserveDeps {
   access: (line: AccessLine) => void;
@@ -47,12 +48,13 @@ export function observed(handle: Handler, { access, notes, metrics, routes }: Ob
       status,
       ms: Math.round(elapsed * 1000) / 1000,
       userId: note.userId,
+      client: note.client,
     });
   }
 
-  return (request, client = noAddress) => {
+  return (request, peer = noAddress) => {
     const started = performance.now();
-    const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined, client };
+    const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined, peer };
     notes.set(request, note);
     metrics.requestStarted();
     let result: Response | Promise<Response>;

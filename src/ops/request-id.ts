@@ -3,10 +3,13 @@ export interface RequestNote {
   readonly id: string;
   userId: number | undefined;
   /**
-   * The peer's address as the socket gives it (failed authentication is limited per address);
-   * asked only when needed, as looking it up costs every request a little.
+   * The peer's address as the socket gives it (failed authentication is limited per client
+   * address, which it is unless the peer is a trusted proxy); asked only when needed, as
+   * looking it up costs every request a little.
    */
-  readonly client: () => string | undefined;
+  readonly peer: () => string | undefined;
+  /** The client's address, once a failed authentication has been counted for it. */
+  client?: string;
 }
 
 /** Notes by request: the access log reads them once the response is made. */

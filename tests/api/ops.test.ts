@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { parseTrustedProxy } from "../../src/core/client-address";
 import { createLogger, faultLog } from "../../src/ops/logger";
 import { createMetricsApp } from "../../src/ops/metrics-app";
 import { observed } from "../../src/ops/observe";
@@ -29,13 +30,13 @@ async function observedApp(options: Parameters<typeof makeTestApp>[0] = {}, leve
   const send = (
     method: string,
     path: string,
-    init: { token?: string; json?: unknown; headers?: Record<string, string> } = {},
+    init: { token?: string; json?: unknown; headers?: Record<string, string>; peer?: string } = {},
   ) => {
     const headers: Record<string, string> = { ...init.headers };
     if (init.token) headers.authorization = `Bearer ${init.token}`;
     if (init.json !== undefined) headers["content-type"] = "application/json";
     const body = init.json === undefined ? undefined : JSON.stringify(init.json);
-    return fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+    return fetch(new Request(`${BASE}${path}`, { method, headers, body }), () => init.peer);
   };
   const metricsApp = createMetricsApp({ metrics: t.ops.metrics, token: undefined, log: () => {} });
   /** A scrape of the metrics listener, parsed. */
@@ -290,6 +291,23 @@ describe("request ids and the access log", () => {
     expect(unauthorized).not.toHaveProperty("userId");
     expect(refused.headers.get("x-request-id")).toBe(String(unauthorized?.reqId));
     expect(Number.isNaN(Date.parse(String(create?.time)))).toBe(false);
+  });
+
+  test("a failed authentication's line names the client its limit counts: behind a trusted proxy, the forwarded one", async () => {
+    const trustProxy = [parseTrustedProxy("127.0.0.1")].filter((range) => range !== undefined);
+    const t = await observedApp({ trustProxy, authFailuresPerMinute: 1 });
+    const token = await t.tokenFor("alice");
+    const viaProxy = { peer: "127.0.0.1", headers: { "x-forwarded-for": "203.0.113.66" } };
+    await t.send("GET", "/plants", { ...viaProxy, token: "pst_guess" });
+    await t.send("GET", "/plants", { ...viaProxy, token: "pst_guess" });
+    await t.send("GET", "/plants", { ...viaProxy, token });
+    await t.send("GET", "/plants", { peer: "::ffff:192.0.2.7", headers: { "x-forwarded-for": "203.0.113.66" } });
+    expect(t.lines.map((line) => [line.status, line.client])).toEqual([
+      [401, "203.0.113.66"],
+      [429, "203.0.113.66"],
+      [200, undefined],
+      [401, "192.0.2.7"],
+    ]);
   });
 
   test("log lines hold no token, header, query or body", async () => {

@@ -190,6 +190,7 @@ export async function makeTestApp(
       bodyTimeoutMs: options.bodyTimeoutMs ?? 10_000,
       rateLimitPerMinute: options.rateLimitPerMinute ?? 0,
       authFailuresPerMinute: options.authFailuresPerMinute ?? 0,
+      trustProxy: options.trustProxy ?? [],
       corsOrigins: options.corsOrigins ?? [],
       swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
       webhookAllowPrivate: options.webhookAllowPrivate ?? false,

@@ -13,6 +13,7 @@ describe("configuration", () => {
       bodyTimeoutMs: 10000,
       rateLimitPerMinute: 6000,
       authFailuresPerMinute: 100,
+      trustProxy: [],
       maxInFlight: 1024,
       writeLockTimeoutMs: 5000,
       idleTimeoutSeconds: 30,
@@ -94,11 +95,30 @@ describe("configuration", () => {
     [{ METRICS_PORT: "9464", METRICS_TOKEN: "short" }, "METRICS_TOKEN must be at least 16 visible ASCII characters"],
     [{ SWAGGER_PERSIST_AUTHORIZATION: "yes" }, "SWAGGER_PERSIST_AUTHORIZATION must be one of true, false"],
     [
+      { TRUST_PROXY: "127.0.0.1, localhost" },
+      'TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8,::1); "localhost" is neither',
+    ],
+    [
+      { TRUST_PROXY: "10.0.0.0/33" },
+      'TRUST_PROXY must be a comma-separated list of IP addresses or CIDR ranges (e.g. 127.0.0.1,10.0.0.0/8,::1); "10.0.0.0/33" is neither',
+    ],
+    [
       { CORS_ORIGINS: "https://a.example/path" },
       "CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com",
     ],
   ])("%o is refused with one clear line", (env, message) => {
     expect(() => loadConfig(env)).toThrow(new ConfigError(message));
+  });
+
+  test("TRUST_PROXY is a list of addresses and CIDR ranges, IPv4 and IPv6; empty by default", () => {
+    const ranges = loadConfig({ TRUST_PROXY: " 127.0.0.1, 10.0.0.0/8,,::1 , fd00::/8" }).trustProxy;
+    expect(ranges.map(([address, prefix]) => `${address}/${prefix}`)).toEqual([
+      "127.0.0.1/32",
+      "10.0.0.0/8",
+      "::1/128",
+      "fd00::/8",
+    ]);
+    expect(loadConfig({ TRUST_PROXY: " " }).trustProxy).toEqual([]);
   });
 
   test("CORS_ORIGINS is a list of exact origins", () => {

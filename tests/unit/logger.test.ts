@@ -103,7 +103,7 @@ describe("the logger's lines", () => {
     const log = await collected("info");
     const notes: RequestNotes = new WeakMap();
     const request = new Request("http://localhost/plants");
-    notes.set(request, { id: "req-7", userId: undefined, client: () => undefined });
+    notes.set(request, { id: "req-7", userId: undefined, peer: () => undefined });
     const fault = faultLog(log.logger, notes);
     fault("unhandled error", new RangeError("bad"), request);
     fault("metrics scrape failed", { name: "StoreUnavailable" });
