@@ -7,6 +7,7 @@ import type { IssuedToken } from "./core/tokens";
 import { openStores } from "./db/open";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
+import { LOW_OPEN_FILES, openFilesLimit } from "./ops/open-files";
 import type { RequestNotes } from "./ops/request-id";
 import { serve } from "./server";
 import { createDispatcher } from "./webhooks/dispatcher";
@@ -109,6 +110,13 @@ async function main() {
     console.log(`First start: created user "${issued.user}" with this token (shown once, store it now):`);
     console.log(issued.token);
     console.log(`Use it as: curl -H "Authorization: Bearer <token>" http://localhost:${running.server.port}/plants`);
+  }
+  const openFiles = openFilesLimit();
+  if (openFiles !== undefined && openFiles < LOW_OPEN_FILES) {
+    lifecycle.warn(
+      { openFiles },
+      `the open-file limit is ${openFiles}: once connections use it up, no new one is accepted and the server spins until some close; raise the hard limit (systemd LimitNOFILE=, docker --ulimit nofile=)`,
+    );
   }
   ops.lifecycle.state = "ready";
   // Deliveries left pending by the last run (a crash after the 200s included) go out now.

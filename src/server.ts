@@ -21,11 +21,10 @@ export interface ServeOptions {
 }
 
 /**
- * Listens for the app: gives it routable requests and each one's client address, and counts
- * requests in flight so that `drain` can wait for the count to reach zero.
+ * Listens for the app: gives it routable requests and each one's client address, and on
+ * shutdown lets the requests in flight finish before the listener closes.
  */
 export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
-  let inFlight = 0;
   let draining = false;
 
   /** Once shutdown starts, keep-alive clients are told to reconnect elsewhere. */
@@ -34,18 +33,8 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
     return response;
   }
 
-  /** Counts what is in flight, for the drain; the cap on work is the store's (MAX_IN_FLIGHT). */
-  async function counted(request: Request): Promise<Response> {
-    inFlight++;
-    try {
-      return await app.fetch(request);
-    } finally {
-      inFlight--;
-    }
-  }
-
   const observe = { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes };
-  const handle = observed(counted, observe);
+  const handle = observed((request) => app.fetch(request), observe);
   // Observed like any request (request id, access line), the one refusal built once.
   const unaddressable = observed(() => errorResponse(400, UNADDRESSABLE), observe);
 
@@ -55,12 +44,12 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
     idleTimeout: idleTimeoutSeconds,
     maxRequestBodySize: MAX_DECLARED_BODY_BYTES,
     fetch(request, server) {
-      const client = () => server.requestIP(request)?.address;
+      const peer = () => server.requestIP(request)?.address;
       const target = addressable(request);
       const result =
         "refused" in target
-          ? unaddressable(new Request("http://localhost/", { method: request.method }), client)
-          : handle(target.request, client);
+          ? unaddressable(new Request("http://localhost/", { method: request.method }), peer)
+          : handle(target.request, peer);
       return result instanceof Promise ? result.then(closingIfDraining) : closingIfDraining(result);
     },
     error(error) {
@@ -71,23 +60,22 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
 
   return {
     server,
-    get inFlight() {
-      return inFlight;
-    },
     /**
-     * Lets in-flight requests finish, up to `timeoutMs`, then closes the listener. Bun's
-     * `stop()` resets requests it has accepted but not yet handed over, so it is only called
-     * once nothing has been in flight for a few polls. Resolves to the requests cut off.
+     * Lets in-flight requests finish, up to `timeoutMs`, then closes the listener. A request is
+     * in flight until its answer is sent, a streamed list to its last chunk: Bun's count, since
+     * the handler returns a streamed answer long before it is sent. Bun's `stop()` resets
+     * requests it has accepted but not yet handed over, so it is only called once nothing has
+     * been in flight for a few polls. Resolves to the requests cut off.
      */
     async drain(timeoutMs: number): Promise<number> {
       draining = true;
       const deadline = performance.now() + timeoutMs;
       let quiet = 0;
       while (quiet < QUIET_POLLS && performance.now() < deadline) {
-        quiet = inFlight === 0 ? quiet + 1 : 0;
+        quiet = server.pendingRequests === 0 ? quiet + 1 : 0;
         await Bun.sleep(DRAIN_POLL_MS);
       }
-      const cutOff = inFlight;
+      const cutOff = server.pendingRequests;
       await server.stop(true);
       return cutOff;
     },

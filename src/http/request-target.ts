@@ -30,6 +30,11 @@ export function addressable(request: Request): Addressed {
   return { request: pathStart >= MIN_PATH_START ? request : readdressed(request, url.slice(pathStart)) };
 }
 
+/**
+ * The body is handed over as the same stream: `new Request(url, request)` would wrap it, and
+ * cancelling the wrapper (as an over-limit body is given up) waits for the whole body to arrive.
+ */
 function readdressed(request: Request, path: string): Request {
-  return new Request(`http://localhost${path}`, request);
+  const { method, headers, body } = request;
+  return new Request(`http://localhost${path}`, { method, headers, body });
 }

@@ -72,3 +72,34 @@ export async function openRaw(url: string) {
     },
   };
 }
+
+/**
+ * A response as it came off the wire, its body decoded whether framed by Content-Length or
+ * chunked; undefined unless the whole of it arrived (a cut-off body is not an answer).
+ */
+export function wholeResponse(received: string): RawResponse | undefined {
+  const end = received.indexOf("\r\n\r\n");
+  if (end < 0) return undefined;
+  const [statusLine = "", ...lines] = received.slice(0, end).split("\r\n");
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const status = Number(statusLine.split(" ")[1]);
+  const rest = received.slice(end + 4);
+  if (headers["transfer-encoding"] !== "chunked") {
+    const length = Number(headers["content-length"] ?? Number.NaN);
+    return rest.length >= length ? { status, headers, body: rest.slice(0, length) } : undefined;
+  }
+  let body = "";
+  for (let at = 0; ; ) {
+    const lineEnd = rest.indexOf("\r\n", at);
+    if (lineEnd < 0) return undefined;
+    const size = Number.parseInt(rest.slice(at, lineEnd), 16);
+    if (Number.isNaN(size) || rest.length < lineEnd + 2 + size + 2) return undefined;
+    if (size === 0) return { status, headers, body };
+    body += rest.slice(lineEnd + 2, lineEnd + 2 + size);
+    at = lineEnd + 2 + size + 2;
+  }
+}
