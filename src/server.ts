@@ -21,7 +21,7 @@ export interface ServeOptions {
 }
 
 /**
- * Listens for the app: gives it routable requests and each one's client address, and on
+ * Listens for the app: gives it routable requests and each one's peer address, and on
  * shutdown lets the requests in flight finish before the listener closes.
  */
 export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
