@@ -34,3 +34,5 @@ export const LARGE = env.BENCH_LARGE !== "0";
 export const BIG_LIST = env.BENCH_BIG_LIST !== "0";
 /** The big-list owner's plants (also read by `bun bench/big-list.ts`). */
 export const BIG_LIST_PLANTS = Number(env.BENCH_BIG_LIST_PLANTS ?? 1_000_000);
+/** BENCH_TOKENS: load tokens per user on PostgreSQL (bench/postgres.ts), where the default rate limit is on; unset: sized from a warm-up. */
+export const TOKENS = env.BENCH_TOKENS === undefined ? undefined : Number(env.BENCH_TOKENS);

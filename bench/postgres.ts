@@ -13,20 +13,87 @@
  * compared with the bare floor (the baseline without its access log, metrics and request ids),
  * cold start included: `bun run start` against `bun run bench:floor:postgres`, and so is a third
  * instance on the same database with LOG_LEVEL=warn (no request lines), as on SQLite.
+ *
+ * Every service instance runs with the default per-token rate limit (RATE_LIMIT_PER_MINUTE unset
+ * means 6000 a minute, bursts of a minute's worth), except one more instance on the same
+ * database with the limit off, measured in the same rounds: the limit's cost is their ratio.
+ * wrk asks far more than a token's budget, so every side's load turns over many tokens per user
+ * (bench/lua/many-tokens.lua), as many on every side, sized from the limit-off instance's warm-up
+ * (BENCH_TOKENS overrides): the limited instances never answer 429 and the sides stay like for like.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
+import { createPostgresTokenStore } from "../src/db/postgres/tokens";
 import { coldStarts } from "./cold-start";
-import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
-import { type ClusterFacts, type PostgresContender, postgresReport } from "./postgres-report";
-import { readyForLoad, runRounds, type Scenario, SEED_PER_USER, type TokenPair } from "./rounds";
-import { cli, fail, onFail, POSTGRES_TARGETS, peakRssKiB, type Running, startTarget, type Target } from "./targets";
-import { type WrkResult, wrk } from "./wrk";
+import { CONNECTIONS, ROUNDS, SECONDS, TOKENS } from "./options";
+import { type ClusterFacts, POSTGRES_CONTENDERS, type PostgresContender, postgresReport } from "./postgres-report";
+import {
+  type LoadTokens,
+  readyForLoad,
+  runRounds,
+  SCENARIOS,
+  type Scenario,
+  SEED_PER_USER,
+  spreadLoad,
+  type TokenPair,
+} from "./rounds";
+import {
+  cli,
+  DEFAULT_RATE_LIMIT,
+  fail,
+  onFail,
+  POSTGRES_TARGETS,
+  peakRssKiB,
+  type Running,
+  startTarget,
+  type Target,
+} from "./targets";
+import type { WrkResult } from "./wrk";
 
-const { service: SERVICE, serviceWarn: SERVICE_WARN, baseline: BASELINE, floor: FLOOR } = POSTGRES_TARGETS;
+const {
+  service: SERVICE,
+  serviceWarn: SERVICE_WARN,
+  serviceLimitOff: SERVICE_LIMIT_OFF,
+  baseline: BASELINE,
+  floor: FLOOR,
+} = POSTGRES_TARGETS;
+
+/** The contenders that spend the tokens' budgets: "1 instance", "1 instance, warn" and "2 instances" (two processes, so weighed more). */
+const LIMITED_LOAD = 3.5;
+/** Load tokens per user at most. */
+const MAX_TOKENS_PER_USER = 500;
+
+/**
+ * Load tokens per user for the whole bench at `rps` (a warm-up's): the limited contenders ask
+ * LIMITED_LOAD × rps while they run, twice that for safety; a token gives a minute's worth at
+ * once and a minute's worth a minute over the bench's whole length.
+ */
+function tokensPerUser(rps: number): number {
+  if (TOKENS !== undefined) return TOKENS;
+  const runs = SCENARIOS.length * ROUNDS;
+  const demand = 2 * LIMITED_LOAD * rps * SECONDS * runs;
+  const perToken = DEFAULT_RATE_LIMIT * (1 + (POSTGRES_CONTENDERS.length * runs * SECONDS) / 60);
+  return Math.min(MAX_TOKENS_PER_USER, Math.max(2, Math.ceil(demand / perToken / 2)));
+}
+
+/** `perUser` tokens for each of bench-a and bench-b, issued by the service's own token store (one CLI start-up each would take minutes). */
+async function issueLoadTokens(database: string, perUser: number): Promise<LoadTokens> {
+  const sql = new SQL(database, { max: 1 });
+  try {
+    const store = createPostgresTokenStore(sql);
+    const issue = async (user: string) => {
+      const tokens: string[] = [];
+      for (let i = 0; i < perUser; i++) tokens.push((await store.issue(user)).token);
+      return tokens;
+    };
+    return { a: await issue("bench-a"), b: await issue("bench-b") };
+  } finally {
+    await sql.close();
+  }
+}
 
 /** Two wrk runs at once, as one: req/s summed, the worse latency, every error counted. */
 function together(one: WrkResult, two: WrkResult): WrkResult {
@@ -103,49 +170,62 @@ export async function postgresBench(): Promise<void> {
       return server;
     };
 
+    // The limit-off instance seeds the service's database, and its warm-up sizes the load's tokens.
+    const limitOff = await start(SERVICE_LIMIT_OFF, databases.service);
+    const warmRps = await readyForLoad("service, limit off", limitOff.url, tokens.service);
+    const perUser = tokensPerUser(warmRps);
+    const load = {
+      service: await issueLoadTokens(databases.service, perUser),
+      baseline: await issueLoadTokens(databases.baseline, perUser),
+      floor: await issueLoadTokens(databases.floor, perUser),
+    };
+    console.log(`load tokens: ${perUser} per user on every side (warm-up ${Math.round(warmRps)} req/s)`);
+
     const baseline = await start(BASELINE, databases.baseline);
-    await readyForLoad("baseline", baseline.url, tokens.baseline);
+    await readyForLoad("baseline", baseline.url, tokens.baseline, true, load.baseline);
     const baseline2 = await start(BASELINE, databases.baseline);
-    await readyForLoad("baseline, process 2", baseline2.url, tokens.baseline, false);
+    await readyForLoad("baseline, process 2", baseline2.url, tokens.baseline, false, load.baseline);
     const first = await start(SERVICE, databases.service);
-    await readyForLoad("service, instance 1", first.url, tokens.service);
+    await readyForLoad("service, instance 1", first.url, tokens.service, false, load.service);
     const second = await start(SERVICE, databases.service);
-    await readyForLoad("service, instance 2", second.url, tokens.service, false);
+    await readyForLoad("service, instance 2", second.url, tokens.service, false, load.service);
     const quiet = await start(SERVICE_WARN, databases.service);
-    await readyForLoad("service, LOG_LEVEL=warn", quiet.url, tokens.service, false);
+    await readyForLoad("service, LOG_LEVEL=warn", quiet.url, tokens.service, false, load.service);
     const floor = await start(FLOOR, databases.floor);
-    await readyForLoad("floor", floor.url, tokens.floor);
+    await readyForLoad("floor", floor.url, tokens.floor, true, load.floor);
 
     const half = Math.ceil(CONNECTIONS / 2);
+    const one = (server: Running, tokens: LoadTokens) => (scenario: Scenario, idBase: number) =>
+      spreadLoad(server.url, scenario, tokens, idBase);
     /** Two processes, one wrk each; one user per wrk, the second's ids half-way to the next run's base. */
     const split =
-      (one: Running, two: Running, [a, b]: TokenPair) =>
+      (first: Running, second: Running, tokens: LoadTokens) =>
       async (scenario: Scenario, idBase: number): Promise<WrkResult> => {
         const [x, y] = await Promise.all([
-          wrk(one.url, scenario, [a, b, `${idBase}`], SECONDS, { threads: 1, connections: half }),
-          wrk(two.url, scenario, [b, a, `${idBase + 500_000_000}`], SECONDS, {
-            threads: 1,
-            connections: CONNECTIONS - half,
+          spreadLoad(first.url, scenario, tokens, idBase, { shape: { threads: 1, connections: half } }),
+          spreadLoad(second.url, scenario, tokens, idBase + 500_000_000, {
+            shape: { threads: 1, connections: CONNECTIONS - half },
+            swapped: true,
           }),
         ]);
         return together(x, y);
       };
-    const results = await runRounds<PostgresContender>([
-      { name: "baseline", run: (scenario, idBase) => wrk(baseline.url, scenario, [...tokens.baseline, `${idBase}`]) },
-      { name: "1 instance", run: (scenario, idBase) => wrk(first.url, scenario, [...tokens.service, `${idBase}`]) },
-      { name: "floor", run: (scenario, idBase) => wrk(floor.url, scenario, [...tokens.floor, `${idBase}`]) },
-      {
-        name: "1 instance, warn",
-        run: (scenario, idBase) => wrk(quiet.url, scenario, [...tokens.service, `${idBase}`]),
-      },
-      { name: "2 baselines", run: split(baseline, baseline2, tokens.baseline) },
-      { name: "2 instances", run: split(first, second, tokens.service) },
-    ]);
+    const runs: Record<PostgresContender, (scenario: Scenario, idBase: number) => Promise<WrkResult>> = {
+      baseline: one(baseline, load.baseline),
+      "1 instance": one(first, load.service),
+      "1 instance, limit off": one(limitOff, load.service),
+      floor: one(floor, load.floor),
+      "1 instance, warn": one(quiet, load.service),
+      "2 baselines": split(baseline, baseline2, load.baseline),
+      "2 instances": split(first, second, load.service),
+    };
+    const results = await runRounds<PostgresContender>(POSTGRES_CONTENDERS.map((name) => ({ name, run: runs[name] })));
 
     const facts = await clusterFacts(cluster.url);
     const rss = {
       baseline: await peakRssKiB(baseline.pid),
       first: await peakRssKiB(first.pid),
+      limitOff: await peakRssKiB(limitOff.pid),
       second: await peakRssKiB(second.pid),
       quiet: await peakRssKiB(quiet.pid),
       floor: await peakRssKiB(floor.pid),
@@ -175,7 +255,7 @@ export async function postgresBench(): Promise<void> {
     console.log(
       `\nPlant Store on PostgreSQL vs baseline — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS} (2 instances: two wrk -t1, -c${half} and -c${CONNECTIONS - half}, one per instance, req/s summed, the worse p50 and p99), ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
-    postgresReport(results, facts, rss, cold);
+    postgresReport(results, facts, rss, cold, perUser);
   } finally {
     for (const server of running) await server.stop();
     await cluster.stop();

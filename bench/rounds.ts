@@ -18,6 +18,31 @@ export type Figure = "rps" | "p50" | "p99";
 /** Two users' tokens: wrk's threads alternate between them. */
 export type TokenPair = [string, string];
 
+/**
+ * Many tokens per user, for a service with its default per-token limit on: each wrk thread turns
+ * over its user's tokens (bench/lua/many-tokens.lua), so the load is not answered 429.
+ */
+export interface LoadTokens {
+  a: string[];
+  b: string[];
+}
+
+/** A scenario's load spread over `tokens` (`swapped`: the first thread takes b's); otherwise as wrk(). */
+export function spreadLoad(
+  url: string,
+  scenario: Scenario,
+  tokens: LoadTokens,
+  idBase: number,
+  { seconds, shape, swapped = false }: { seconds?: number; shape?: Parameters<typeof wrk>[4]; swapped?: boolean } = {},
+): Promise<WrkResult> {
+  const [first, second] = swapped ? [tokens.b, tokens.a] : [tokens.a, tokens.b];
+  if (first.length === 0 || first.length !== second.length)
+    fail("spreadLoad: as many tokens for each user, at least one");
+  return wrk(url, "many-tokens", [String(idBase), String(first.length), ...first, ...second], seconds, shape, {
+    BENCH_SCENARIO: scenario,
+  });
+}
+
 /** One side of a comparison: runs a scenario's load once, its new plants' ids starting past `idBase`. */
 export interface Contender<Name extends string> {
   name: Name;
@@ -28,9 +53,16 @@ export type Results<Name extends string> = Record<Name, Record<Scenario, WrkResu
 
 /**
  * Seeds SEED_PER_USER plants per user through the API (unless `seed` is false: another
- * instance on the same database did), runs the behaviour checks, then warms it up for 1 s.
+ * instance on the same database did), runs the behaviour checks, then warms it up for 1 s, over
+ * `warmWith` when given (the load's tokens); answers the warm-up's req/s.
  */
-export async function readyForLoad(name: string, url: string, [a, b]: TokenPair, seed = true): Promise<void> {
+export async function readyForLoad(
+  name: string,
+  url: string,
+  [a, b]: TokenPair,
+  seed = true,
+  warmWith?: LoadTokens,
+): Promise<number> {
   if (seed) {
     await seedOverHttp(url, a, SEED_PER_USER);
     await seedOverHttp(url, b, SEED_PER_USER);
@@ -40,7 +72,10 @@ export async function readyForLoad(name: string, url: string, [a, b]: TokenPair,
   console.log(
     `${name}: behaviour checks pass; ${seed ? `${2 * SEED_PER_USER} plants seeded` : "plants seeded through another instance"}`,
   );
-  await wrk(url, "read", [a, b, "0"], 1);
+  const warm = warmWith
+    ? await spreadLoad(url, "read", warmWith, 0, { seconds: 1 })
+    : await wrk(url, "read", [a, b, "0"], 1);
+  return warm.rps;
 }
 
 /** Every scenario for every contender, ROUNDS times, the contenders' order reversed every other round. */

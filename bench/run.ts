@@ -65,7 +65,7 @@ async function main() {
       `\nPlant Store vs bench/baseline/ — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
     console.log(
-      "\nA. Like for like — service: `bun src/start.ts` (the bytecode bundle `bun run start` runs), synchronous=FULL with group commit, access log on; baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work\n",
+      "\nA. Like for like — service: `bun src/start.ts` (the bytecode bundle `bun run start` runs), synchronous=FULL with group commit, access log on, rate limiting OFF (RATE_LIMIT_PER_MINUTE=0: the load's two tokens would get 429; on PostgreSQL the bench runs with it on); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work\n",
     );
     const tableA = baselineReport(results, rss, direct);
     console.log(`\n${tagIndexNote(paths)}`);

@@ -24,8 +24,9 @@ const toBytes = (value: string, unit: string) =>
   Number(value) * ({ B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[unit] ?? Number.NaN);
 
 /**
- * Runs `bench/lua/<script>.lua` against `url`; `args` follow `--` on wrk's command line. Two
- * threads by default: the read, write and mix scripts give each thread its own user in turn.
+ * Runs `bench/lua/<script>.lua` against `url`; `args` follow `--` on wrk's command line, `env`
+ * joins its environment. Two threads by default: the read, write and mix scripts give each
+ * thread its own user in turn.
  */
 export async function wrk(
   url: string,
@@ -33,6 +34,7 @@ export async function wrk(
   args: string[],
   seconds = SECONDS,
   { threads, connections } = { threads: 2, connections: CONNECTIONS },
+  env: Record<string, string> = {},
 ): Promise<WrkResult> {
   const proc = Bun.spawn(
     [
@@ -46,7 +48,7 @@ export async function wrk(
       url,
       "--",
     ].concat(args),
-    { env: { ...process.env, BENCH_LUA_DIR: LUA_DIR }, stdout: "pipe", stderr: "pipe" },
+    { env: { ...process.env, ...env, BENCH_LUA_DIR: LUA_DIR }, stdout: "pipe", stderr: "pipe" },
   );
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   if ((await proc.exited) !== 0) fail(`wrk failed: ${err}`);

@@ -124,16 +124,38 @@ export const WEBHOOK_SQL = {
 };
 
 /**
- * The per-token token bucket, (key, perMinute, now ms, refill per ms): one statement takes from it,
- * so concurrent checks from any instance count exactly; a refused take changes nothing.
+ * The per-token token buckets, one row a key. `lease` takes up to n from each bucket asked for,
+ * ($1 keys, $2 n for each, as comma lists; $3 perMinute, $4 now ms, $5 refill per ms) and answers
+ * each key's `granted` and the `tokens` left. A row is read with FOR UPDATE, in key order (no
+ * deadlock between instances asking for the same keys), so a concurrent take by another instance
+ * is waited for and counted, never lost; a bucket with nothing to give is not written. A key with
+ * no row gets one, already taken from; a key whose row another instance created meanwhile is not
+ * answered (ON CONFLICT DO NOTHING), and is asked for again.
  */
-const REFILLED = "LEAST($2::float8, bucket.tokens + GREATEST(0, $3::float8 - bucket.updated_at) * $4::float8)";
+const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
 export const RATE_LIMIT_SQL = {
-  take: `INSERT INTO rate_limits AS bucket (key, tokens, updated_at) VALUES ($1, $2::float8 - 1, $3::float8)
-    ON CONFLICT (key) DO UPDATE SET tokens = ${REFILLED} - 1, updated_at = GREATEST(bucket.updated_at, $3::float8)
-    WHERE ${REFILLED} >= 1
-    RETURNING 1 AS ok`,
-  bucket: 'SELECT tokens, updated_at AS "updatedAt" FROM rate_limits WHERE key = $1',
+  lease: `WITH asked AS (
+      SELECT key, n FROM unnest(${ASKED_KEYS}, string_to_array($2::text, ',')::int4[]) AS asked(key, n)
+    ),
+    held AS (SELECT key, tokens, updated_at FROM rate_limits WHERE key = ANY(${ASKED_KEYS}) ORDER BY key FOR UPDATE),
+    taken AS (
+      SELECT held.key, bucket.refilled, LEAST(asked.n, floor(bucket.refilled))::int AS granted,
+        GREATEST(held.updated_at, $4::float8) AS updated_at
+      FROM held JOIN asked USING (key),
+        LATERAL (SELECT LEAST($3::float8, held.tokens + GREATEST(0, $4::float8 - held.updated_at) * $5::float8) AS refilled) AS bucket
+    ),
+    spent AS (
+      UPDATE rate_limits SET tokens = taken.refilled - taken.granted, updated_at = taken.updated_at
+      FROM taken WHERE rate_limits.key = taken.key AND taken.granted > 0
+    ),
+    fresh AS (
+      INSERT INTO rate_limits (key, tokens, updated_at)
+      SELECT key, $3::float8 - LEAST(n, $3::float8), $4::float8 FROM asked WHERE key NOT IN (SELECT key FROM held)
+      ON CONFLICT (key) DO NOTHING
+      RETURNING key, tokens
+    )
+    SELECT key::float8 AS key, granted, refilled - granted AS tokens FROM taken
+    UNION ALL SELECT key::float8, ($3::float8 - tokens)::int, tokens FROM fresh`,
 };
 
 export const STATUS_SQL = {

@@ -1,28 +1,162 @@
 import type { SQL } from "bun";
+import { type FaultLog, faultDetail } from "../../core/fault";
 import type { RequestLimiter } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
+import { systemTimers, type Timers } from "./deadline";
+import { createGroups } from "./groups";
 import { RATE_LIMIT_SQL } from "./queries";
+
+/** An instance takes a token's budget from the shared bucket this share of a minute's worth at a time. */
+const SHARE_DIVISOR = 100;
+/** How long (ms) a request waits for the shared bucket before it goes ahead unchecked. */
+export const LIMITER_WAIT_MS = 200;
+/** Past this many keys in hand, those not being asked for are dropped (their shares with them). */
+const SWEEP_ABOVE_KEYS = 10_000;
+
+/** A key's answer: tokens granted, and those left in the shared bucket `at` (the app's clock). */
+interface Lease {
+  granted: number;
+  tokens: number;
+  at: number;
+}
+
+/** What this instance holds of one key's budget. */
+interface Held {
+  /** Taken from the shared bucket, not yet spent here. */
+  tokens: number;
+  /** Until then (the app's clock) the shared bucket cannot have a whole token: no use asking. */
+  refusedUntil: number;
+  /** The ask in flight for this key, if any: when it went out (timers), and whether it answered in time. */
+  asking?: { since: number; answered: Promise<boolean> };
+}
+
+export interface LimiterOptions {
+  log: FaultLog;
+  waitMs?: number;
+  timers?: Timers;
+}
 
 /**
  * The per-token budget shared by every instance: the same token bucket as the in-memory limiter
- * (src/core/rate-limit.ts), kept in the UNLOGGED `rate_limits` table. A refused take reads the
- * bucket again for its Retry-After. The app's clock is used, not the database's, so tests can
- * move time; a clock that goes back never refills.
+ * (src/core/rate-limit.ts), kept in the UNLOGGED `rate_limits` table. One statement per request
+ * halved PostgreSQL's throughput, so an instance takes a key's tokens from the shared bucket a
+ * share at a time (1 % of the limit, at least 1) and spends them in memory; asks from many keys
+ * that arrive together share one statement (groups.ts). Across N instances a token gets at most
+ * N × (share − 1) requests more, or fewer, than one exact bucket would give (README, "Shared and
+ * per instance"). A bucket found empty is not asked again before a whole token can have refilled.
+ *
+ * The limit guards the service; it must not stop it. A request waits at most `waitMs` for an
+ * answer, then goes ahead unchecked, as do its key's next requests while that ask is out; an ask
+ * that fails grants a share. One line is logged when this starts and one when it ends. The app's
+ * clock is used, not the database's, so tests can move time; a clock that goes back never refills.
  */
-export function createPostgresRateLimiter(client: SQL, perMinute: number, clock: Clock): RequestLimiter {
+export function createPostgresRateLimiter(
+  client: SQL,
+  perMinute: number,
+  clock: Clock,
+  { log, waitMs = LIMITER_WAIT_MS, timers = systemTimers }: LimiterOptions,
+): RequestLimiter {
   if (perMinute === 0) return { take: async () => undefined };
   const rate = perMinute / 60_000;
+  const share = Math.max(1, Math.floor(perMinute / SHARE_DIVISOR));
+  const held = new Map<number, Held>();
+  /** Requests let through unchecked since the shared bucket stopped answering; undefined while it answers. */
+  let unchecked: number | undefined;
+
+  const leases = createGroups<number, Lease | undefined>(async (group) => {
+    const keys = [...new Set(group.map((waiting) => waiting.item))];
+    const answers = await lease(keys);
+    // A key another instance has just given its first row: its row exists now, ask once more.
+    const late = keys.filter((key) => !answers.has(key));
+    if (late.length > 0) for (const [key, answer] of await lease(late)) answers.set(key, answer);
+    for (const waiting of group) waiting.resolve(answers.get(waiting.item));
+  });
+
+  async function lease(keys: number[]): Promise<Map<number, Lease>> {
+    const at = clock();
+    const shares = keys.map(() => share).join(",");
+    const rows = (await client.unsafe(RATE_LIMIT_SQL.lease, [keys.join(","), shares, perMinute, at, rate])) as Array<{
+      key: number;
+      granted: number;
+      tokens: number;
+    }>;
+    return new Map(rows.map(({ key, granted, tokens }) => [key, { granted, tokens, at }]));
+  }
+
+  function trouble(what: string, detail: unknown) {
+    if (unchecked !== undefined) return;
+    unchecked = 0;
+    log(`the shared rate limit ${what}: requests go ahead unchecked until it answers again`, detail);
+  }
+
+  function answered() {
+    if (unchecked === undefined) return;
+    log("the shared rate limit answers again", { uncheckedRequests: unchecked });
+    unchecked = undefined;
+  }
+
+  function heldFor(key: number): Held {
+    let found = held.get(key);
+    if (found === undefined) {
+      if (held.size >= SWEEP_ABOVE_KEYS) for (const [other, entry] of held) if (!entry.asking) held.delete(other);
+      found = { tokens: 0, refusedUntil: Number.NEGATIVE_INFINITY };
+      held.set(key, found);
+    }
+    return found;
+  }
+
+  /** Asks the shared bucket for a share of `key`'s tokens; false when no answer came within `waitMs`. */
+  function ask(key: number, entry: Held): Promise<boolean> {
+    if (entry.asking) {
+      return timers.now() - entry.asking.since >= waitMs ? Promise.resolve(false) : entry.asking.answered;
+    }
+    let done = false;
+    const settled = leases
+      .add(key)
+      .then((answer) => {
+        if (answer === undefined) throw new Error("the shared bucket did not answer for a key after two tries");
+        entry.tokens += answer.granted;
+        entry.refusedUntil = answer.tokens < 1 ? answer.at + (1 - answer.tokens) / rate : Number.NEGATIVE_INFINITY;
+        answered();
+      })
+      .catch((error) => {
+        entry.tokens += share;
+        trouble("failed", faultDetail(error));
+      })
+      .finally(() => {
+        done = true;
+        entry.asking = undefined;
+      });
+    const answeredInTime = new Promise<boolean>((resolve) => {
+      settled.then(() => resolve(true));
+      // Not cleared when the answer comes first (Timers has no clearTimeout): it then does nothing.
+      timers
+        .setTimeout(() => {
+          if (done) return;
+          trouble(`gave no answer within ${waitMs} ms`, { key });
+          resolve(false);
+        }, waitMs)
+        .unref();
+    });
+    entry.asking = { since: timers.now(), answered: answeredInTime };
+    return answeredInTime;
+  }
+
   return {
     async take(key) {
-      const now = clock();
-      const taken = await client.unsafe(RATE_LIMIT_SQL.take, [key, perMinute, now, rate]);
-      if (taken.length > 0) return undefined;
-      const [bucket] = (await client.unsafe(RATE_LIMIT_SQL.bucket, [key])) as Array<{
-        tokens: number;
-        updatedAt: number;
-      }>;
-      const tokens = bucket ? Math.min(perMinute, bucket.tokens + Math.max(0, now - bucket.updatedAt) * rate) : 0;
-      return Math.max(1, Math.ceil((1 - tokens) / rate / 1000));
+      for (;;) {
+        const entry = heldFor(key);
+        if (entry.tokens >= 1) {
+          entry.tokens -= 1;
+          return undefined;
+        }
+        const now = clock();
+        if (now < entry.refusedUntil) return Math.max(1, Math.ceil((entry.refusedUntil - now) / 1000));
+        if (!(await ask(key, entry))) {
+          if (unchecked !== undefined) unchecked++;
+          return undefined;
+        }
+      }
     },
   };
 }

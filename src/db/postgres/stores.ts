@@ -66,11 +66,8 @@ export function createPostgresStores(
         },
       },
     },
-    requestLimiter: (perMinute, limiterClock) => {
-      const limiter = createPostgresRateLimiter(client, perMinute, limiterClock);
-      // Off (0) answers synchronously with no query: nothing to hold to a deadline.
-      return perMinute === 0 ? limiter : withDeadline(limiter, deadline);
-    },
+    // Not held to the deadline: the limiter bounds its own wait and lets requests go ahead (rate-limit.ts).
+    requestLimiter: (perMinute, limiterClock) => createPostgresRateLimiter(client, perMinute, limiterClock, { log }),
     async close() {
       try {
         await client.close({ timeout: 5 });
