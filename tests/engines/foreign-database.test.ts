@@ -45,7 +45,9 @@ describe.if(onSqlite)("whose database it is", () => {
     writeFileSync(empty, "");
     for (const path of [join(scratch.dir, "new.sqlite"), empty, ":memory:"]) {
       const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: MIGRATIONS.sqlite.length });
+      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({
+        n: MIGRATIONS.sqlite.length,
+      });
       sqlite.close();
     }
   });
