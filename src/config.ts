@@ -59,6 +59,11 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** The waits before each retry of a failed delivery; past the last one it is failed. */
   webhookRetryDelaysMs: number[];
+  /**
+   * Days a delivered or failed delivery (and its attempts) is kept, from its creation. 0 keeps
+   * them forever, as 0 turns other limits off: read as "keep none", it would lose the log.
+   */
+  webhookRetentionDays: number;
 }
 
 function metricsToken(env: Env): string | undefined {
@@ -167,6 +172,7 @@ export function loadConfig(env: Env = process.env): Config {
       choiceSetting(env, "SWAGGER_PERSIST_AUTHORIZATION", ["true", "false"], "false") === "true",
     webhookAllowPrivate: choiceSetting(env, "WEBHOOK_ALLOW_PRIVATE", ["true", "false"], "false") === "true",
     webhookRetryDelaysMs: retryDelays(env.WEBHOOK_RETRY_DELAYS),
+    webhookRetentionDays: integerSetting(env, "WEBHOOK_RETENTION_DAYS", 30, 0, 36_500),
   };
 }
 

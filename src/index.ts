@@ -11,6 +11,7 @@ import { LOW_OPEN_FILES, openFilesLimit } from "./ops/open-files";
 import type { RequestNotes } from "./ops/request-id";
 import { serve } from "./server";
 import { createDispatcher } from "./webhooks/dispatcher";
+import { createDeliveryRetention } from "./webhooks/retention";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
 function fail(message: string): never {
@@ -53,6 +54,7 @@ async function main() {
     log,
     metrics: ops.metrics,
   });
+  const retention = createDeliveryRetention({ store: stores.webhooks, days: config.webhookRetentionDays, log });
   const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake });
   let running: ReturnType<typeof serve>;
   try {
@@ -89,6 +91,7 @@ async function main() {
     const cutOff = await running.drain(config.shutdownTimeoutMs);
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
     await dispatcher.stop(Math.max(0, deadline - performance.now()));
+    await retention.stop();
     await metricsServer?.stop(true);
     const attemptsLeft = dispatcher.inFlight();
     if (attemptsLeft > 0) {
@@ -121,6 +124,7 @@ async function main() {
   ops.lifecycle.state = "ready";
   // Deliveries left pending by the last run (a crash after the 200s included) go out now.
   dispatcher.start();
+  retention.start();
   // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
   const url = `http://${config.host}:${running.server.port}`;
   const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;

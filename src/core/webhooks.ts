@@ -82,8 +82,17 @@ export interface WebhookStore {
   claimDue(count: number, leaseMs: number): Promise<ClaimedDelivery[]>;
   /** Records an attempt; a second record of the same attempt changes nothing. */
   recordAttempt(record: AttemptRecord): Promise<void>;
-  /** Deliveries still to be made, over every endpoint. Grows with the outbox: not for a scrape. */
+  /**
+   * Deliveries still to be made, over every endpoint. Grows with the outbox: not for a scrape;
+   * it never holds this thread for long (SQLite counts in short steps, PostgreSQL in the server).
+   */
   pendingCount(): Promise<number>;
+  /**
+   * Removes up to `count` of the oldest delivered and failed deliveries created before `before`
+   * (ms since the epoch), with their attempts; how many it removed. Pending ones stay. On
+   * PostgreSQL, rows another instance is removing are skipped, so instances may prune at once.
+   */
+  pruneFinished(before: number, count: number): Promise<number>;
   /** An endpoint's failed deliveries (the CLI); undefined when there is no such endpoint. */
   failedDeliveries(webhookId: number): Promise<Array<DeliveryListing & { lastError: string | null }> | undefined>;
   /** Makes a failed delivery due again now (the CLI). */

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { MIGRATIONS } from "../../src/db/migrations";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { ForeignDatabaseError } from "../../src/db/sqlite/ownership";
 import { onSqlite } from "../support/helpers";
@@ -44,7 +45,9 @@ describe.if(onSqlite)("whose database it is", () => {
     writeFileSync(empty, "");
     for (const path of [join(scratch.dir, "new.sqlite"), empty, ":memory:"]) {
       const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 4 });
+      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({
+        n: MIGRATIONS.sqlite.length,
+      });
       sqlite.close();
     }
   });

@@ -27,7 +27,18 @@ describe("configuration", () => {
       swaggerPersistAuthorization: false,
       webhookAllowPrivate: false,
       webhookRetryDelaysMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+      webhookRetentionDays: 30,
     });
+  });
+
+  test("WEBHOOK_RETENTION_DAYS takes whole days, 0 keeping every delivery, and refuses anything else", () => {
+    expect(loadConfig({ WEBHOOK_RETENTION_DAYS: " 7 " }).webhookRetentionDays).toBe(7);
+    expect(loadConfig({ WEBHOOK_RETENTION_DAYS: "0" }).webhookRetentionDays).toBe(0);
+    for (const bad of ["-1", "1.5", "30d", "36501"]) {
+      expect(() => loadConfig({ WEBHOOK_RETENTION_DAYS: bad })).toThrow(
+        new ConfigError("WEBHOOK_RETENTION_DAYS must be an integer between 0 and 36500"),
+      );
+    }
   });
 
   test("WEBHOOK_RETRY_DELAYS takes comma-separated milliseconds and refuses anything else", () => {

@@ -1,15 +1,7 @@
 import { StoreUnavailable } from "../../core/failures";
+import { systemTimers, type Timers } from "../../core/timers";
 
-/** The clock and the timer the deadline and the groups (groups.ts) run on: the system's, but in tests. */
-export interface Timers {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): { unref(): unknown };
-}
-
-export const systemTimers: Timers = {
-  now: () => performance.now(),
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-};
+export { systemTimers, type Timers };
 
 /**
  * A client-side deadline on every store call. `statement_timeout` is enforced by the server, so

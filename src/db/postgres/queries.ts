@@ -108,6 +108,18 @@ export const WEBHOOK_SQL = {
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
     ON CONFLICT DO NOTHING`,
   pending: "SELECT count(*)::int AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+  /**
+   * (created before, count): the oldest finished deliveries no other instance is removing;
+   * attempts go by cascade. `= ANY(ARRAY(…))` keeps the generic plan to key lookups: with
+   * `IN (…)` it joined a scan of the whole outbox, not knowing how small `$2` is.
+   */
+  pruneFinished: `WITH gone AS (
+      DELETE FROM webhook_deliveries WHERE seq = ANY(ARRAY(
+        SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < $1
+        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      )) RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM gone`,
   endpointExists: "SELECT id FROM webhooks WHERE id = $1",
   failed: `SELECT ${DELIVERY},
       (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS "lastError"

@@ -91,6 +91,8 @@ export const webhookDeliveries = pgTable(
   (table) => [
     index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
     index("webhook_deliveries_due_idx").on(table.nextAttemptAt).where(sql`${table.nextAttemptAt} IS NOT NULL`),
+    // Delivered and failed ones, oldest first: retention removes them in batches (src/webhooks/retention.ts).
+    index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],
 );
 

@@ -64,6 +64,11 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
       return n;
     },
 
+    async pruneFinished(before, count) {
+      const [{ n }] = (await client.unsafe(WEBHOOK_SQL.pruneFinished, [new Date(before), count])) as [{ n: number }];
+      return n;
+    },
+
     async failedDeliveries(webhookId) {
       const [exists] = await client.unsafe(WEBHOOK_SQL.endpointExists, [webhookId]);
       if (!exists) return undefined;

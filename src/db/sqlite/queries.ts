@@ -80,7 +80,20 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
     ON CONFLICT DO NOTHING`,
-  pending: "SELECT count(*) AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+  /**
+   * The pending count in steps along the due index: (after next_attempt_at, after seq, step - 1)
+   * gives the step's last entry, or none when fewer are left; `pendingRest` counts those.
+   */
+  pendingStep: `SELECT next_attempt_at AS at, seq FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL AND (next_attempt_at, seq) > ((?1 + 0), (?2 + 0))
+    ORDER BY next_attempt_at, seq LIMIT 1 OFFSET (?3 + 0)`,
+  pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL AND (next_attempt_at, seq) > ((?1 + 0), (?2 + 0))`,
+  /** (created before, count): the oldest finished deliveries by their own index; attempts go by cascade. */
+  pruneFinished: `DELETE FROM webhook_deliveries WHERE seq IN (
+      SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < (?1 + 0)
+      ORDER BY created_at LIMIT (?2 + 0)
+    ) RETURNING seq`,
   endpointExists: "SELECT id FROM webhooks WHERE id = ?1",
   failed: `SELECT ${DELIVERY},
       (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS lastError

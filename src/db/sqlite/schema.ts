@@ -86,6 +86,7 @@ export const webhooks = sqliteTable(
  * The outbox: one row per created plant per enabled endpoint of its owner, written by a
  * trigger on plants in the plant's own statement (drizzle/sqlite/0003). `next_attempt_at` is
  * set exactly while the delivery is pending; a claimed one has it moved past the attempt.
+ * Delivered and failed ones go with their attempts once WEBHOOK_RETENTION_DAYS old.
  */
 export const webhookDeliveries = sqliteTable(
   "webhook_deliveries",
@@ -109,6 +110,8 @@ export const webhookDeliveries = sqliteTable(
   (table) => [
     index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
     index("webhook_deliveries_due_idx").on(table.nextAttemptAt).where(sql`${table.nextAttemptAt} IS NOT NULL`),
+    // Delivered and failed ones, oldest first: retention removes them in batches (src/webhooks/retention.ts).
+    index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],
 );
 
