@@ -127,6 +127,7 @@ async function main() {
   ops.lifecycle.state = "ready";
   // Deliveries left pending by the last run (a crash after the 200s included) go out now.
   dispatcher.start();
+  stores.status.checkInBackground();
   // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
   const url = `http://${config.host}:${running.server.port}`;
   const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;

@@ -61,6 +61,8 @@ export function createPostgresStores(
       // Failures come one request at a time (each gets its own 503) and readiness pings; the
       // lasting states are a pool whose every connection is held by an overdue call, and no room.
       problem: () => (deadline.overdue() >= poolSize ? "timeout" : space.full() ? "full" : undefined),
+      // PostgreSQL reads its own pages, and checks them where data checksums are on.
+      checkInBackground() {},
       figures: {
         databaseBytes() {
           refreshSize();
