@@ -39,6 +39,8 @@ export interface Config {
   maxInFlight: number;
   /** How long a write waits for a write lock held elsewhere before its 503. */
   writeLockTimeoutMs: number;
+  /** How long start-up goes on trying a PostgreSQL that cannot be reached (or is out of connections). */
+  startupTimeoutMs: number;
   /** A connection with no traffic for this long is closed. */
   idleTimeoutSeconds: number;
   /** How long a SIGTERM/SIGINT waits for in-flight requests before closing anyway. */
@@ -160,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustedProxies(env.TRUST_PROXY),
     maxInFlight: integerSetting(env, "MAX_IN_FLIGHT", 1024, 1, 1_000_000),
     writeLockTimeoutMs: integerSetting(env, "WRITE_LOCK_TIMEOUT_MS", 5_000, 0, 600_000),
+    startupTimeoutMs: integerSetting(env, "DB_STARTUP_TIMEOUT_MS", 30_000, 0, 3_600_000),
     idleTimeoutSeconds: integerSetting(env, "IDLE_TIMEOUT_SECONDS", 30, 1, 255),
     shutdownTimeoutMs: integerSetting(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     corsOrigins: originList(env.CORS_ORIGINS),

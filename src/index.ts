@@ -2,6 +2,7 @@ import { createApp, createOps } from "./app";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { StartupRefusal } from "./core/failures";
 import { faultSummary } from "./core/fault";
+import { retryWhileUnreachable } from "./core/startup";
 import type { Stores } from "./core/stores";
 import type { IssuedToken } from "./core/tokens";
 import { openStores } from "./db/open";
@@ -35,9 +36,22 @@ async function main() {
   let stores: Stores;
   let issued: IssuedToken | undefined;
   try {
-    stores = await openStores(config, log);
-    // The first read of the tokens table: damage there is a start-up failure like any other.
-    issued = await stores.tokens.bootstrap();
+    ({ stores, issued } = await retryWhileUnreachable(
+      async () => {
+        const opened = await openStores(config, log);
+        try {
+          // The first read of the tokens table: damage there is a start-up failure like any other.
+          return { stores: opened, issued: await opened.tokens.bootstrap() };
+        } catch (error) {
+          await opened.close();
+          throw error;
+        }
+      },
+      {
+        timeoutMs: config.startupTimeoutMs,
+        note: (line) => console.error(`plant-store: cannot reach the database at ${config.databaseName} yet: ${line}`),
+      },
+    ));
   } catch (error) {
     if (error instanceof StartupRefusal) fail(error.message);
     fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
@@ -125,6 +139,7 @@ async function main() {
   // Deliveries left pending by the last run (a crash after the 200s included) go out now.
   dispatcher.start();
   retention.start();
+  stores.status.checkInBackground();
   // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
   const url = `http://${config.host}:${running.server.port}`;
   const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;

@@ -91,6 +91,11 @@ export interface StoreStatus {
   ping(): Promise<unknown>;
   /** Why writes are failing now (out of space, I/O, damage), if they are. */
   problem(): StoreFailureKind | undefined;
+  /**
+   * Once the service listens: reads the whole database off the main thread, and damage found
+   * makes `problem()` "corrupt" until a restart (SQLite; PostgreSQL checks its own pages).
+   */
+  checkInBackground(): void;
   figures: StoreFigures;
 }
 

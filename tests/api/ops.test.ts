@@ -1,10 +1,13 @@
 import { describe, expect, test } from "bun:test";
+import type { SQL } from "bun";
 import { parseTrustedProxy } from "../../src/core/client-address";
+import { STATUS_SQL } from "../../src/db/postgres/queries";
 import { createLogger, faultLog } from "../../src/ops/logger";
 import { createMetricsApp } from "../../src/ops/metrics-app";
 import { observed } from "../../src/ops/observe";
 import { expectError, makeTestApp, onSqlite } from "../support/helpers";
 import { parsePrometheusText, sample } from "../support/prometheus";
+import { until } from "../support/until";
 
 const BASE = "http://localhost";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -83,6 +86,87 @@ describe("health and readiness", () => {
     expect(response.status).toBe(503);
     expect(await response.json()).toEqual({ error: 503, message: "The database does not answer." });
     expect(t.logged.map((entry) => entry.message)).toEqual(["readiness check: the database does not answer"]);
+  });
+});
+
+/**
+ * A test app whose disk can fill and empty again. On SQLite (in memory) a full disk is
+ * `max_page_count` pinned at the pages in use: a write that needs a new page fails with
+ * SQLITE_FULL. On PostgreSQL every INSERT and the room probe fail as a full server fails them
+ * (SQLSTATE 53100); `probes` counts the probes tried.
+ */
+async function appOnFillableDisk() {
+  let full = false;
+  let probes = 0;
+  const diskFull = () =>
+    Object.assign(new Error('could not extend file "base/1/2": No space left on device'), {
+      code: "ERR_POSTGRES_SERVER_ERROR",
+      errno: "53100",
+    });
+  const failingWhenFull = (client: SQL): SQL =>
+    new Proxy(client, {
+      get(target, key) {
+        if (key === "unsafe")
+          return (sql: string, params?: unknown[]) => {
+            if (sql === STATUS_SQL.room) probes++;
+            const writes = sql === STATUS_SQL.room || /^\s*INSERT\b/i.test(sql);
+            return full && writes ? Promise.reject(diskFull()) : target.unsafe(sql, params);
+          };
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  const t = await makeTestApp({ wrapPostgresClient: failingWhenFull });
+  return {
+    ...t,
+    probes: () => probes,
+    setFull(on: boolean) {
+      full = on;
+      if (!onSqlite) return;
+      const { page_count } = t.sqlite.query("PRAGMA page_count").get() as { page_count: number };
+      t.sqlite.run(`PRAGMA max_page_count = ${on ? page_count : 1_000_000}`);
+    },
+  };
+}
+
+describe("readiness on a full disk", () => {
+  const NO_SPACE = "Writes are failing: the store is out of disk space.";
+
+  /** Creates plants from `firstId` on until one is refused; expects that refusal to be the 507. */
+  async function createUntilRefused(t: Awaited<ReturnType<typeof appOnFillableDisk>>, token: string, firstId: number) {
+    for (let id = firstId; id < firstId + 1_000; id++) {
+      const response = await t.call("POST", "/plants", { token, json: { id, name: `plant ${id} ${"x".repeat(240)}` } });
+      if (response.status === 200) continue;
+      expect(await expectError(response, 507)).toStartWith("The store is out of disk space.");
+      return id;
+    }
+    throw new Error("1,000 creates on a full disk all succeeded");
+  }
+
+  test("/readyz is 503 from the first write refused for lack of space, stays so while the disk is full, and is 200 by itself once there is room", async () => {
+    const t = await appOnFillableDisk();
+    const alice = await t.tokenFor("alice");
+    expect((await t.call("GET", "/readyz")).status).toBe(200);
+    t.setFull(true);
+    let next = await createUntilRefused(t, alice, 1);
+    expect(await expectError(await t.call("GET", "/readyz"), 503)).toBe(NO_SPACE);
+    // Asking again tries the probe (on PostgreSQL: once it has failed), which must not find room.
+    if (!onSqlite) await until(() => t.probes(), { holds: (n) => n > 0, what: "a room probe" });
+    for (let i = 0; i < 5; i++) {
+      await Bun.sleep(10);
+      expect(await expectError(await t.call("GET", "/readyz"), 503)).toBe(NO_SPACE);
+    }
+    // Room again, and no write: the probe finds it.
+    t.setFull(false);
+    await until(async () => (await t.call("GET", "/readyz")).status, { holds: (s) => s === 200, what: "/readyz 200" });
+    // Full again: the first refusal turns readiness off at once, a write that succeeds turns it on.
+    t.setFull(true);
+    next = await createUntilRefused(t, alice, next + 1);
+    expect((await t.call("GET", "/readyz")).status).toBe(503);
+    t.setFull(false);
+    expect((await t.call("POST", "/plants", { token: alice, json: { id: next + 1, name: "p" } })).status).toBe(200);
+    expect((await t.call("GET", "/readyz")).status).toBe(200);
+    expect(t.logged.map((entry) => entry.message)).toContain("writes are failing: full");
   });
 });
 

@@ -1,9 +1,22 @@
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { emptyPostgresDatabase, onPostgres } from "../support/helpers";
 import { scratchDir } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -142,6 +155,33 @@ describe("the compiled binary (bun run build → dist/plant-store)", () => {
       expect(readdirSync(workdir).filter((name) => name.startsWith("plants"))).toEqual([]);
     },
   );
+
+  test.if(!onPostgres)("runs its integrity pass on a thread of its own: a damaged page turns /readyz 503", async () => {
+    const damaged = { DATABASE_URL: join(scratch.dir, "damaged.sqlite") };
+    expect((await runBinary(["migrate"], damaged)).code).toBe(0);
+    // The plants table's page, which start-up never reads, overwritten with garbage.
+    const sqlite = new Database(damaged.DATABASE_URL);
+    const { rootpage } = sqlite.query("SELECT rootpage FROM sqlite_master WHERE name = 'plants'").get() as {
+      rootpage: number;
+    };
+    const { page_size: pageSize } = sqlite.query("PRAGMA page_size").get() as { page_size: number };
+    sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
+    sqlite.close(true);
+    const file = openSync(damaged.DATABASE_URL, "r+");
+    writeSync(file, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (rootpage - 1) * pageSize);
+    closeSync(file);
+    const server = await startBinary(damaged);
+    try {
+      await until(async () => (await fetch(`${server.url}/readyz`)).status, {
+        holds: (status) => status === 503,
+        what: "/readyz 503",
+      });
+    } finally {
+      const { code, output } = await server.stop();
+      expect(code).toBe(0);
+      expect(output).toContain("the integrity check after start-up found damage");
+    }
+  });
 
   test("names itself in its usage text, as it was invoked", async () => {
     const help = await runBinary(["--help"]);

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { DrizzleQueryError } from "drizzle-orm";
 import {
   createStoreHealth,
+  DAMAGED_CHECK_LOG_MESSAGE,
   DAMAGED_LOG_MESSAGE,
   DAMAGED_READINESS_MESSAGE,
   DAMAGED_REQUEST_MESSAGE,
@@ -15,6 +16,7 @@ import { plants } from "../../src/db/sqlite/schema";
 import { onSqlite } from "../support/helpers";
 import { runToExit, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
 import { type TestUser, usersOnFile } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
@@ -125,15 +127,49 @@ describe.if(onSqlite)("telling damage from other faults", () => {
   });
 });
 
+/** The error lines of a server's output, access lines left out. */
+function faultLines(output: string): Array<{ msg: string }> {
+  return output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line))
+    .filter((line) => line.level === "error" && line.msg !== "request");
+}
+
 describe.if(onSqlite)("a database damaged inside the file", () => {
+  test("with no request reading the damage, readiness turns 503 within 10 s of start while /healthz answers at once", async () => {
+    const path = join(scratch.dir, "plants.sqlite");
+    await damagedDatabase(path);
+    const began = performance.now();
+    const server = await startServer({ DATABASE_URL: path });
+    const slowestHealthz: number[] = [];
+    try {
+      // Start-up reads the header and the schema only; the integrity pass after it reads the rest.
+      const ready = await until(
+        async () => {
+          const asked = performance.now();
+          expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+          slowestHealthz.push(performance.now() - asked);
+          return fetch(`${server.url}/readyz`);
+        },
+        { holds: (response) => response.status === 503, timeoutMs: 10_000, intervalMs: 50, what: "/readyz 503" },
+      );
+      expect(performance.now() - began).toBeLessThan(10_000);
+      expect(await ready.json()).toEqual({ error: 503, message: "The store's database is damaged." });
+      expect(Math.max(...slowestHealthz)).toBeLessThan(500);
+    } finally {
+      await server.stop();
+    }
+    const faults = faultLines(await server.output());
+    expect(faults.map((line) => line.msg)).toEqual([DAMAGED_CHECK_LOG_MESSAGE]);
+    expect(JSON.stringify(faults[0])).toMatch(/Tree \d+ page \d+|malformed/);
+  });
+
   test("the first request that reads the damage gets 503 with the Error body, and readiness is 503 from then on", async () => {
     const path = join(scratch.dir, "plants.sqlite");
     const token = await damagedDatabase(path);
     const server = await startServer({ DATABASE_URL: path });
     try {
-      // Start-up reads the header and the schema, not every page: it cannot know yet.
-      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
-
       // An answer longer than one chunk is streamed: damage met before it starts is a 503
       // with the Error body; damage met in a later chunk cuts the body short.
       const list = await fetch(`${server.url}/plants?limit=${PLANTS}`, {
@@ -154,11 +190,8 @@ describe.if(onSqlite)("a database damaged inside the file", () => {
     } finally {
       await server.stop();
     }
-    const faults = (await server.output())
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line))
-      .filter((line) => line.level === "error" && line.msg !== "request");
+    // The request's fault line, and the integrity pass's (whichever came first).
+    const faults = faultLines(await server.output()).filter((line) => line.msg !== DAMAGED_CHECK_LOG_MESSAGE);
     expect(faults.map((line) => line.msg)).toEqual([DAMAGED_LOG_MESSAGE]);
     expect(JSON.stringify(faults[0])).toContain("database disk image is malformed");
 

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { closeSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { expectError } from "../support/helpers";
 import { type RunningServer, runCli, runToExit, scratchDir, startServer } from "../support/process";
@@ -15,8 +15,8 @@ setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
  * CI and the development machine have), and a filler file takes whatever space is left.
  */
 
-/** Writes a file until the filesystem refuses another byte. */
-function fillDisk(path: string): void {
+/** Writes a file until the filesystem refuses another byte, then gives `leave` bytes back. */
+function fillDisk(path: string, leave = 0): void {
   const fd = openSync(path, "a");
   try {
     for (const size of [65_536, 4_096, 512, 1]) {
@@ -27,6 +27,7 @@ function fillDisk(path: string): void {
         if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
       }
     }
+    ftruncateSync(fd, Math.max(0, fstatSync(fd).size - leave));
   } finally {
     closeSync(fd);
   }
@@ -58,7 +59,9 @@ describe("a full disk", () => {
         return response;
       };
 
-      fillDisk(filler);
+      // A little room left: the commit that fills the disk leaves part of the WAL written, where
+      // a one-page write still fits while clients' writes do not (readiness once flapped on it).
+      fillDisk(filler, 30_000);
       let refused: Response | undefined;
       for (let id = 1; id <= 2_000 && !refused; id++) {
         const response = await create(id);
@@ -69,14 +72,20 @@ describe("a full disk", () => {
       expect(await expectError(refused, 507)).toBe(
         "The store is out of disk space. Nothing was saved; retry once space has been freed.",
       );
+      const NO_SPACE = "Writes are failing: the store is out of disk space.";
+      expect(await expectError(await fetch(`${url}/readyz`), 503)).toBe(NO_SPACE);
+      // It stays off while the disk is full, across more than one probe's spacing (1 s).
+      const statuses = new Set<number>();
+      for (const started = performance.now(); performance.now() - started < 1_500; await Bun.sleep(100)) {
+        statuses.add((await fetch(`${url}/readyz`)).status);
+      }
+      expect([...statuses]).toEqual([503]);
 
       const read = await fetch(`${url}/plants`, { headers: bob });
       expect(read.status).toBe(200);
       expect(await read.json()).toEqual([]);
       const adminRead = await fetch(`${url}/plants`, { headers: admin });
       expect(((await adminRead.json()) as unknown[]).length).toBe(acknowledged.length);
-      const notReady = await fetch(`${url}/readyz`);
-      expect(await expectError(notReady, 503)).toBe("Writes are failing: the store is out of disk space.");
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
 
       // Space comes back: readiness turns by itself (a probe write), and writes succeed.

@@ -136,6 +136,7 @@ describe.if(onPostgres)("the real server process on PostgreSQL", () => {
   });
 
   // A closed port refuses at once; a listener that never answers is cut off by DB_CONNECT_TIMEOUT_MS.
+  // DB_STARTUP_TIMEOUT_MS=0 tries once (postgres-startup.test.ts has the retries).
   for (const [what, listen] of [
     ["a closed port", () => ({ port: closedPort(), close: () => {} })],
     ["a port that accepts and never answers", silentListener],
@@ -148,7 +149,13 @@ describe.if(onPostgres)("the real server process on PostgreSQL", () => {
       try {
         // --silent: bun's own "$ command" and "exited with code" lines stay out of stderr.
         const { stdout, stderr, code } = await runToExit(["bun", "run", "--silent", "start"], {
-          env: { PORT: "0", HOST: "127.0.0.1", DATABASE_URL: url, DB_CONNECT_TIMEOUT_MS: "500" },
+          env: {
+            PORT: "0",
+            HOST: "127.0.0.1",
+            DATABASE_URL: url,
+            DB_CONNECT_TIMEOUT_MS: "500",
+            DB_STARTUP_TIMEOUT_MS: "0",
+          },
         });
         expect(code).not.toBe(0);
         expect((performance.now() - began) / 1000).toBeLessThan(5);

@@ -138,11 +138,14 @@ export async function freshStores(options: {
   maxQueued: number;
   lockTimeoutMs: number;
   statementTimeoutMs?: number;
+  /** On PostgreSQL, what the stores get in place of their pool (a proxy that fails some statements). */
+  wrapPostgresClient?: (client: SQL) => SQL;
 }) {
   if (onPostgres) {
     const target = postgresTarget(await freshPostgresDatabase());
     if (options.statementTimeoutMs !== undefined) target.statementTimeoutMs = options.statementTimeoutMs;
-    const { client } = connect(target);
+    const { client: pool } = connect(target);
+    const client = options.wrapPostgresClient?.(pool) ?? pool;
     const stores = createPostgresStores(client, { ...options, ...guardOf(target), maxInFlight: options.maxQueued });
     openedStores.add(stores);
     return {
@@ -169,6 +172,7 @@ export async function makeTestApp(
     logWith?: (ops: AppOps) => FaultLog;
     onPlantCreated?: () => void;
     resolveWebhookHost?: Resolver;
+    wrapPostgresClient?: (client: SQL) => SQL;
   } = {},
 ) {
   const logged: Array<{ message: string; detail: unknown }> = [];
@@ -180,6 +184,7 @@ export async function makeTestApp(
     maxQueued: options.maxInFlight ?? 1024,
     lockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
     statementTimeoutMs: options.statementTimeoutMs,
+    wrapPostgresClient: options.wrapPostgresClient,
   });
   const ops = createOps(stores);
   if (options.logWith) log = options.logWith(ops);

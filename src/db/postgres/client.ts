@@ -12,16 +12,24 @@ export const EMBEDDED_MIGRATIONS: Migration[] = MIGRATIONS.postgres;
 /** pg_advisory_lock's key for migrations: any constant every instance agrees on ("plants" in ASCII). */
 const MIGRATION_LOCK = 0x706c616e7473;
 
+/** Seconds a pooled connection may sit idle before it is closed. */
+const IDLE_CLOSE_SECONDS = 10;
+
 /**
  * A pool of at most `poolSize` connections, each with the statement timeout and JIT off. Bun's SQL client decodes int8 as a string by default
  * (Drizzle's `bigint` columns turn it into an exact bigint); its global `bigint: true` would also
  * make `count(*)` a bigint, so it stays off.
+ *
+ * Bun's pool opens all its connections at its first query, and all those closed at once when
+ * none is free; it has no minimum size. So connections close after a short idle spell: an idle
+ * instance soon holds only the one its background work (webhook polls, pings) keeps busy, and
+ * the pool fills again as soon as requests need more than that.
  */
 export function connect(target: PostgresTarget, poolSize = target.poolSize) {
   const client = new SQL(target.url, {
     max: poolSize,
     connectionTimeout: Math.ceil(target.connectTimeoutMs / 1000),
-    idleTimeout: 60,
+    idleTimeout: IDLE_CLOSE_SECONDS,
     // JIT never pays off for statements that read a page or write a group: it compiles for
     // milliseconds where they run in tens of microseconds, whenever a mis-estimate puts one
     // past jit_above_cost (the page statements' cap, plants.ts, keeps their estimates honest).

@@ -173,6 +173,12 @@ export const RATE_LIMIT_SQL = {
 export const STATUS_SQL = {
   ping: "SELECT 1",
   databaseBytes: "SELECT pg_database_size(current_database())::float8 AS bytes",
+  /**
+   * Needs about as much free disk as a write and changes nothing: a sort too big for its
+   * work_mem spills about 280 kB to a temporary file (in the database's tablespace unless
+   * temp_tablespaces says otherwise), and fails with 53100 where there is no room for it.
+   */
+  room: "SET LOCAL work_mem = '64kB'; SELECT count(*) FROM (SELECT g FROM generate_series(1, 20000) g ORDER BY g DESC OFFSET 0) s",
 };
 
 /** Drizzle's migrator keeps its rows in drizzle.__drizzle_migrations; `migrate` (client.ts) reads them there. */

@@ -8,6 +8,7 @@ import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";
 import { STATUS_SQL } from "./queries";
 import { createPostgresRateLimiter } from "./rate-limit";
+import { createSpaceWatch } from "./space";
 import { createPostgresTokenStore } from "./tokens";
 import { createPostgresWebhookStore } from "./webhooks";
 
@@ -34,6 +35,7 @@ export function createPostgresStores(
   { clock = Date.now, log, deadlineMs = 15_000, poolSize = 10, maxInFlight = 1024 }: PostgresStoreOptions,
 ): Stores {
   const deadline = createDeadline(deadlineMs, poolSize, maxInFlight);
+  const space = createSpaceWatch(client, log);
   let databaseBytes = 0;
   let sizeReadAt = Number.NEGATIVE_INFINITY;
   const refreshSize = () => {
@@ -51,14 +53,16 @@ export function createPostgresStores(
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
   return {
     engine: "postgres",
-    plants: withDeadline(createPostgresPlantStore(client), deadline),
+    plants: space.watch(withDeadline(createPostgresPlantStore(client), deadline), ["createPlant", "deletePlant"]),
     tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
-    webhooks: withDeadline(createPostgresWebhookStore(client, clock), deadline),
+    webhooks: space.watch(withDeadline(createPostgresWebhookStore(client, clock), deadline), ["register", "remove"]),
     status: {
       ping: () => client.unsafe(STATUS_SQL.ping),
-      // Failures come one request at a time (each gets its own 503) and readiness pings; the one
-      // lasting state is a pool whose every connection is held by an overdue call.
-      problem: () => (deadline.overdue() >= poolSize ? "timeout" : undefined),
+      // Failures come one request at a time (each gets its own 503) and readiness pings; the
+      // lasting states are a pool whose every connection is held by an overdue call, and no room.
+      problem: () => (deadline.overdue() >= poolSize ? "timeout" : space.full() ? "full" : undefined),
+      // PostgreSQL reads its own pages, and checks them where data checksums are on.
+      checkInBackground() {},
       figures: {
         databaseBytes() {
           refreshSize();

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
+import { createWriteHealth } from "./write-health";
 
 export interface GroupCommitOptions {
   /** The longest a write waits for others to share its commit. */
@@ -21,8 +22,6 @@ interface PendingWrite {
   queuedAt: number;
 }
 
-/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
-const PROBE_EVERY_MS = 1_000;
 /** Lock retries back off from 1 ms to this, so a long-held lock costs a few polls a second. */
 const MAX_LOCK_POLL_MS = 50;
 /** Store problems that make writes fail until something changes outside the process. */
@@ -46,17 +45,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   let sizeAtLastLook = 0;
   let firstQueuedAt = 0;
   let lockPolls = 0;
-  let problem: StoreFailureKind | undefined;
-  let probedAt = Number.NEGATIVE_INFINITY;
-  const userVersion = sqlite.prepare<{ user_version: number }, []>("PRAGMA user_version");
-  /** Rewrites the header with the value it holds: a real write that changes nothing. */
-  const probe = () => sqlite.run(`PRAGMA user_version = ${userVersion.get()?.user_version ?? 0}`);
-
-  function setProblem(next: StoreFailureKind | undefined, error?: unknown) {
-    if (next === problem) return;
-    problem = next;
-    onHealthChange?.(next, error);
-  }
+  const health = createWriteHealth(sqlite, onHealthChange);
 
   /**
    * Commits once the batch stops growing: while each turn of the event loop brings more
@@ -117,7 +106,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    setProblem(undefined);
+    if (batch.some((pending, i) => pending.counted && outcomes[i]?.ok)) health.set(undefined);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i];
       if (outcome?.ok) pending.resolve(outcome.value);
@@ -145,7 +134,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   function asStoreFailure(error: unknown): unknown {
     const kind = storeFailureKind(error);
     if (kind === undefined) return error;
-    if (LASTING.has(kind)) setProblem(kind, error);
+    if (LASTING.has(kind)) health.set(kind, error);
     return error instanceof StoreUnavailable ? error : new StoreUnavailable(kind, { cause: error });
   }
 
@@ -176,17 +165,17 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
       queue.length === 0 ? Promise.resolve() : run(() => undefined, { bookkeeping: true }).catch(() => {}),
 
     /**
-     * Why writes are failing now (the last commit failed for lack of space, I/O or damage), if
-     * they are. While it is space or I/O, a write that changes nothing is tried now and then, so
-     * the answer turns healthy once the disk does, without waiting for a client's write.
+     * Why writes are failing now (space, I/O or damage), if they are (write-health.ts). While it
+     * is space or I/O, a write that changes nothing is tried now and then, so the answer turns
+     * healthy once the disk does, without waiting for a client's write.
      */
     problem(): StoreFailureKind | undefined {
-      const now = performance.now();
-      if ((problem === "full" || problem === "io") && now - probedAt >= PROBE_EVERY_MS) {
-        probedAt = now;
-        run(probe, { bookkeeping: true }).catch(() => {});
-      }
-      return problem;
+      if (health.probeDue())
+        run(health.probe, { bookkeeping: true }).then(
+          () => health.set(undefined),
+          () => {},
+        );
+      return health.current();
     },
   };
 }

@@ -2,10 +2,12 @@ import type { Database } from "bun:sqlite";
 import type { SynchronousMode } from "../../core/database";
 import type { StoreFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
+import { DAMAGED_CHECK_LOG_MESSAGE } from "../../core/health";
 import { createRateLimiter } from "../../core/rate-limit";
 import type { Stores } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
 import { closeDatabase } from "./client";
+import { checkIntegrity } from "./integrity";
 import { createSqlitePlantStore } from "./plants";
 import { STATUS_SQL } from "./queries";
 import { createSqliteTokenStore } from "./tokens";
@@ -41,22 +43,24 @@ export function createSqliteStores(
   const size = sqlite.prepare<{ bytes: number }, []>(STATUS_SQL.databaseBytes);
   const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
     problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
-  // A file gets a writer thread; `:memory:` cannot: no second connection can open it.
-  const writes: Writer =
-    sqlite.filename === ":memory:" || sqlite.filename === ""
-      ? inThreadWriter(sqlite, { maxQueued, lockTimeoutMs, onHealthChange })
-      : startWriterThread({
-          path: sqlite.filename,
-          synchronous: synchronousOf(sqlite),
-          maxQueued,
-          lockTimeoutMs,
-          onHealthChange,
-          onCrash: (error) =>
-            log(
-              "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
-              faultDetail(error),
-            ),
-        });
+  // A file gets a writer thread and an integrity pass; `:memory:` cannot: no second connection can open it.
+  const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
+  let integrity: ReturnType<typeof checkIntegrity> | undefined;
+  let damaged = false;
+  const writes: Writer = inMemory
+    ? inThreadWriter(sqlite, { maxQueued, lockTimeoutMs, onHealthChange })
+    : startWriterThread({
+        path: sqlite.filename,
+        synchronous: synchronousOf(sqlite),
+        maxQueued,
+        lockTimeoutMs,
+        onHealthChange,
+        onCrash: (error) =>
+          log(
+            "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
+            faultDetail(error),
+          ),
+      });
   return {
     engine: "sqlite",
     plants: createSqlitePlantStore(sqlite, writes),
@@ -64,7 +68,17 @@ export function createSqliteStores(
     webhooks: createSqliteWebhookStore(sqlite, writes, clock),
     status: {
       ping: async () => ping.get(),
-      problem: writes.problem,
+      problem: () => (damaged ? "corrupt" : writes.problem()),
+      checkInBackground() {
+        if (inMemory || integrity) return;
+        integrity = checkIntegrity(sqlite.filename);
+        integrity.report.then((report) => {
+          if (report.damaged) {
+            damaged = true;
+            log(DAMAGED_CHECK_LOG_MESSAGE, { findings: report.findings });
+          } else if (report.failed) log("the integrity check after start-up could not run", report.failed);
+        });
+      },
       figures: { databaseBytes: () => size.get()?.bytes ?? 0 },
     },
     requestLimiter(perMinute, limiterClock) {
@@ -72,6 +86,7 @@ export function createSqliteStores(
       return { take: async (key) => limiter.take(key) };
     },
     async close() {
+      integrity?.stop();
       await writes.close();
       try {
         closeDatabase(sqlite);

@@ -1,0 +1,41 @@
+import { storeFailureKind } from "./failures";
+import { faultSummary } from "./fault";
+
+/** The first wait after a failed attempt; each next one doubles, up to the longest. */
+const FIRST_WAIT_MS = 250;
+const LONGEST_WAIT_MS = 4_000;
+
+export interface StartupRetry {
+  /** How long to go on trying (DB_STARTUP_TIMEOUT_MS); 0 tries once. */
+  timeoutMs: number;
+  /** Told before each wait, in one line: what failed, and when the next attempt is. */
+  note(line: string): void;
+  sleep?: (ms: number) => Promise<unknown>;
+  now?: () => number;
+}
+
+/**
+ * `attempt`, tried again with backoff while the database cannot be reached (refused, starting
+ * up, out of connections: the "unreachable" kind) and `timeoutMs` has not passed: a service
+ * started beside its database, or while it restarts, comes up once it does. Any other failure,
+ * or the last one, is thrown.
+ */
+export async function retryWhileUnreachable<T>(
+  attempt: () => Promise<T>,
+  { timeoutMs, note, sleep = Bun.sleep, now = () => performance.now() }: StartupRetry,
+): Promise<T> {
+  const deadline = now() + timeoutMs;
+  for (let wait = FIRST_WAIT_MS; ; wait = Math.min(wait * 2, LONGEST_WAIT_MS)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const left = deadline - now();
+      if (storeFailureKind(error) !== "unreachable" || left <= 0) throw error;
+      const pause = Math.min(wait, left);
+      note(
+        `${faultSummary(error)}; trying again in ${(pause / 1000).toFixed(2)} s (${(left / 1000).toFixed(1)} s left of DB_STARTUP_TIMEOUT_MS)`,
+      );
+      await sleep(pause);
+    }
+  }
+}

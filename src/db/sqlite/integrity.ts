@@ -1,0 +1,34 @@
+/** What the integrity pass found: damage (SQLite's own lines), nothing, or that it could not run. */
+export type IntegrityReport = { damaged: true; findings: string[] } | { damaged: false; failed?: string };
+
+/** The thread's script; in a compiled binary, under the path it has below src/ (package.json's build). */
+const WORKER_URL = import.meta.url.includes("/$bunfs/")
+  ? new URL("./db/sqlite/integrity-worker.ts", import.meta.url)
+  : new URL("./integrity-worker.ts", import.meta.url);
+
+/**
+ * Reads every page of the file once, on a thread of its own (integrity-worker.ts), and reports
+ * what it found. Start-up reads only the header and the schema, so damage deeper in the file
+ * would otherwise stay unseen until a request happened to read it; a quick check (not the full
+ * integrity check, which also compares every index with its table) finds a damaged page.
+ */
+export function checkIntegrity(path: string): { report: Promise<IntegrityReport>; stop(): void } {
+  const worker = new Worker(WORKER_URL);
+  let settle: (report: IntegrityReport) => void = () => {};
+  const report = new Promise<IntegrityReport>((resolve) => {
+    settle = resolve;
+    worker.onmessage = (event: MessageEvent<IntegrityReport>) => resolve(event.data);
+    worker.onerror = (event) => resolve({ damaged: false, failed: event.message });
+    worker.addEventListener("close", () => resolve({ damaged: false, failed: "its thread exited" }));
+  }).finally(() => worker.terminate());
+  // A stopping process does not wait for it.
+  worker.unref();
+  worker.postMessage({ path });
+  return {
+    report,
+    stop() {
+      settle({ damaged: false });
+      worker.terminate();
+    },
+  };
+}
