@@ -7,6 +7,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
+import { busyJson } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./queries";
 import type { Writer } from "./writer";
 
@@ -51,7 +52,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
   const seqOf = sqlite.prepare<{ seq: number }, [number, string]>(SQL.seqOf);
   const page = sqlite.prepare<DeliveryRow, [number, number, number]>(SQL.page);
-  const anyDue = sqlite.prepare<{ due: number }, [number]>(SQL.anyDue);
+  const anyDue = sqlite.prepare<{ due: number }, [number, number, number]>(SQL.anyDue);
   const endpointSecret = sqlite.prepare<{ url: string; secret: string }, [number]>(SQL.endpointSecret);
   const pending = sqlite.prepare<{ n: number }, []>(SQL.pending);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
@@ -88,11 +89,12 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       return { deliveries: rows.map(toDelivery), more };
     },
 
-    async claimDue(count, leaseMs) {
+    async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
       const now = clock();
-      if (!anyDue.get(now)) return [];
+      if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
+      const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = await writes.run<Array<Omit<ClaimedDelivery, "url" | "secret">>>(
-        { sql: SQL.claim, mode: "all", params: [now + leaseMs, now, count] },
+        { sql: SQL.claim, mode: "all", params },
         { bookkeeping: true },
       );
       const claimed: ClaimedDelivery[] = [];
