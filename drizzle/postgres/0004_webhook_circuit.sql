@@ -30,3 +30,19 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END $$;
+--> statement-breakpoint
+-- As in 0003, but a delivery's id starts with the time in milliseconds (12 hex digits) before
+-- 20 hex digits of a random UUID: still `msg_` and 32 hex digits, and new ids land at the end
+-- of their unique index instead of anywhere in it (docs/decisions/0006-webhook-budget.md).
+CREATE OR REPLACE FUNCTION "plants_webhook_deliveries"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO "webhook_deliveries" ("id", "webhook_id", "payload", "created_at", "next_attempt_at")
+	SELECT 'msg_' || lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint), 12, '0')
+			|| substr(replace(gen_random_uuid()::text, '-', ''), 1, 20),
+		"webhooks"."id",
+		'{"id":' || NEW."id" || ',"name":' || to_json(NEW."name")::text
+			|| CASE WHEN NEW."tag" IS NULL THEN '' ELSE ',"tag":' || to_json(NEW."tag")::text END || '}',
+		now(), now()
+	FROM "webhooks" WHERE "webhooks"."owner_id" = NEW."owner_id" AND "webhooks"."disabled_at" IS NULL;
+	RETURN NULL;
+END $$;

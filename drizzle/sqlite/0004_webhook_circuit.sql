@@ -25,3 +25,20 @@ BEGIN
 	WHERE `id` = (SELECT `webhook_id` FROM `webhook_deliveries` WHERE `seq` = NEW.`delivery_seq`)
 		AND (NEW.`outcome` <> 'delivered' OR `consecutive_failures` > 0);
 END;
+--> statement-breakpoint
+-- As in 0003, but a delivery's id starts with the time in milliseconds (12 hex digits) before
+-- 80 random bits: still `msg_` and 32 hex digits, and new ids now land at the end of their
+-- unique index instead of anywhere in it, which made every created plant with endpoints write
+-- pages all over the index (docs/decisions/0006-webhook-budget.md).
+DROP TRIGGER `plants_webhook_deliveries`;
+--> statement-breakpoint
+CREATE TRIGGER `plants_webhook_deliveries` AFTER INSERT ON `plants`
+BEGIN
+	INSERT INTO `webhook_deliveries` (`id`, `webhook_id`, `payload`, `created_at`, `next_attempt_at`)
+	SELECT 'msg_' || printf('%012x', CAST(unixepoch('subsec') * 1000 AS INTEGER)) || lower(hex(randomblob(10))),
+		`webhooks`.`id`,
+		CASE WHEN NEW.`tag` IS NULL THEN json_object('id', NEW.`id`, 'name', NEW.`name`)
+			ELSE json_object('id', NEW.`id`, 'name', NEW.`name`, 'tag', NEW.`tag`) END,
+		CAST(unixepoch('subsec') * 1000 AS INTEGER), CAST(unixepoch('subsec') * 1000 AS INTEGER)
+	FROM `webhooks` WHERE `webhooks`.`owner_id` = NEW.`owner_id` AND `webhooks`.`disabled_at` IS NULL;
+END;
