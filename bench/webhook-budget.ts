@@ -3,8 +3,9 @@
  * settings, each on a SQLite file of its own: on "failing", the first bench user has 10
  * endpoints whose port refuses connections (so each of that user's creates queues 10
  * deliveries that fail at once); on "quiet", no endpoint. The read, write and mix scenarios run
- * on both in alternating rounds; every figure is failing / quiet, the median of the rounds'
- * ratios. Part of `bun run bench`; alone:
+ * on both in alternating rounds, each run after BACKLOG creates by that user on both sides, so
+ * that even the read scenario runs with deliveries due; every figure is failing / quiet, the
+ * median of the rounds' ratios. Part of `bun run bench`; alone:
  *
  *   bun bench/webhook-budget.ts
  */
@@ -29,6 +30,8 @@ import { cli, fail, fmt, type Running, startTarget, target } from "./targets";
 import { wrk } from "./wrk";
 
 const ENDPOINTS = 10;
+/** Creates before each run: on "failing", ENDPOINTS times as many deliveries due during it. */
+const BACKLOG = 1_000;
 /** The discard port: nothing listens on it, so a connection is refused at once. */
 const REFUSED = "http://127.0.0.1:9/hook";
 /** The issue's bar: throughput with the failing endpoints at least this share of the quiet run's. */
@@ -68,6 +71,20 @@ async function registerEndpoints(url: string, token: string) {
   }
 }
 
+/** BACKLOG plants for `token`'s user, 100 requests at a time, ids past the ones wrk will use. */
+async function createBacklog(url: string, token: string, idBase: number) {
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  for (let first = 0; first < BACKLOG; first += 100) {
+    const created = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => {
+        const id = idBase + 900_000_000 + first + i;
+        return fetch(`${url}/plants`, { method: "POST", headers, body: `{"id":${id},"name":"backlog"}` });
+      }),
+    );
+    if (created.some((response) => response.status !== 200)) fail("webhook budget: a backlog create failed");
+  }
+}
+
 export async function webhookBudgetScenario(dir: string): Promise<BudgetFigures> {
   await checkRefused(REFUSED);
   const service = target("service");
@@ -88,7 +105,10 @@ export async function webhookBudgetScenario(dir: string): Promise<BudgetFigures>
   const results = await runRounds(
     sides.map((side) => ({
       name: side,
-      run: (scenario, idBase) => wrk(running[side].url, scenario, [...tokens[side], String(idBase)]),
+      run: async (scenario, idBase) => {
+        await createBacklog(running[side].url, tokens[side][0], idBase);
+        return wrk(running[side].url, scenario, [...tokens[side], String(idBase)]);
+      },
     })),
   );
   for (const side of sides) await running[side].stop();
@@ -101,7 +121,7 @@ export async function webhookBudgetScenario(dir: string): Promise<BudgetFigures>
 /** Prints the figures; answers the verdict: whether read and write each stayed at BAR or more. */
 export function printWebhookBudget({ results, attempts, loadSeconds }: BudgetFigures): { met: boolean; line: string } {
   console.log(
-    `\nWebhook budget — ${ENDPOINTS} endpoints refusing connections (one user's; each of its creates queues ${ENDPOINTS} deliveries) against none, ${ROUNDS} alternating rounds of ${SECONDS} s\n`,
+    `\nWebhook budget — ${ENDPOINTS} endpoints refusing connections (one user's; each of its creates queues ${ENDPOINTS} deliveries) against none, ${ROUNDS} alternating rounds of ${SECONDS} s, each after ${BACKLOG} creates by that user\n`,
   );
   console.log("| scenario | quiet req/s | failing req/s | ratio | p99 ratio | errors |");
   console.log("|---|---|---|---|---|---|");

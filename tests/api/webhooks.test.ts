@@ -347,6 +347,39 @@ describe(`fair delivery (${ENGINE})`, () => {
     hook.stop();
   });
 
+  test("a claim takes owners in turn, then their endpoints, however old one owner's backlog", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    const alices: number[] = [];
+    for (let i = 0; i < 3; i++) alices.push((await register(t, alice, `http://127.0.0.1:9/a${i}`)).id);
+    const [a0, a1, a2] = alices as [number, number, number];
+    const bobs = await register(t, bob, "http://127.0.0.1:9/b");
+    for (let i = 1; i <= 5; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await t.createPlant("1", "Fern", bob);
+    // a2 has an attempt in flight already; `busy` is what the dispatcher has in flight.
+    const busy = new Map([[a2, 1]]);
+    const claim = (count: number) =>
+      t.stores.webhooks.claimDue({
+        count,
+        leaseMs: 60_000,
+        perEndpoint: 2,
+        busy,
+        circuit: { failures: 5, restMs: 30_000 },
+      });
+    // Bob's one delivery, the newest of all, comes in the first turn, with alice's oldest.
+    const first = await claim(2);
+    expect(first.map((d) => d.webhookId).sort()).toEqual([a0, bobs.id].sort());
+    busy.set(a0, 1);
+    // Then alice's endpoints up to 2 attempts each, those in flight counted.
+    const rest = await claim(100);
+    const perEndpoint = (id: number) => rest.filter((d) => d.webhookId === id).length;
+    expect([perEndpoint(a0), perEndpoint(a1), perEndpoint(a2)]).toEqual([1, 2, 1]);
+    // With every endpoint's 2 in flight, nothing more, though alice has deliveries due.
+    for (const endpoint of alices) busy.set(endpoint, 2);
+    expect(await claim(100)).toEqual([]);
+  });
+
   test("an endpoint whose attempts keep failing rests: one probe per rest, other endpoints unaffected; a 2xx ends it", async () => {
     let up = false;
     const hook = receiver((request) => new Response("x", { status: request.path === "/ok" || up ? 200 : 500 }));

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/sqlite/client";
+import { EMBEDDED_MIGRATIONS } from "../../src/db/sqlite/migrations";
 import { ForeignDatabaseError } from "../../src/db/sqlite/ownership";
 import { onSqlite } from "../support/helpers";
 import { scratchDir } from "../support/process";
@@ -44,7 +45,9 @@ describe.if(onSqlite)("whose database it is", () => {
     writeFileSync(empty, "");
     for (const path of [join(scratch.dir, "new.sqlite"), empty, ":memory:"]) {
       const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 4 });
+      expect(sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({
+        n: EMBEDDED_MIGRATIONS.length,
+      });
       sqlite.close();
     }
   });
