@@ -32,6 +32,8 @@ export const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 export const LARGE = env.BENCH_LARGE !== "0";
 /** BENCH_BIG_LIST=0 skips the big-list scenario (bench/big-list.ts; SQLite only). */
 export const BIG_LIST = env.BENCH_BIG_LIST !== "0";
+/** BENCH_WEBHOOK_BUDGET=0 skips the webhook-budget scenario (bench/webhook-budget.ts; SQLite only). */
+export const WEBHOOK_BUDGET = env.BENCH_WEBHOOK_BUDGET !== "0";
 /** The big-list owner's plants (also read by `bun bench/big-list.ts`). */
 export const BIG_LIST_PLANTS = Number(env.BENCH_BIG_LIST_PLANTS ?? 1_000_000);
 /** BENCH_TOKENS: load tokens per user on PostgreSQL (bench/postgres.ts), where the default rate limit is on; unset: sized from a warm-up. */

@@ -7,7 +7,9 @@
  *
  * Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
  * read scenario on a 2,000-plant one (bench/large-store.ts), and the big-list scenario
- * (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled).
+ * (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled), and the
+ * webhook-budget scenario (bench/webhook-budget.ts: the API with 10 endpoints refusing connections
+ * against none).
  * Options: bench/options.ts. With `--engine postgres` (or BENCH_ENGINE=postgres), the same
  * scenarios on PostgreSQL instead (bench/postgres.ts).
  */
@@ -19,9 +21,10 @@ import { bigListScenario, printBigList } from "./big-list";
 import { coldStarts } from "./cold-start";
 import { floorReport, floorTargets } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
-import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS } from "./options";
+import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS, WEBHOOK_BUDGET } from "./options";
 import { readyForLoad, runRounds, SEED_PER_USER, type TokenPair } from "./rounds";
 import { cli, fail, peakRssKiB, type Running, startTarget, TARGETS, type TargetName, target } from "./targets";
+import { printWebhookBudget, webhookBudgetScenario } from "./webhook-budget";
 import { wrk } from "./wrk";
 
 async function main() {
@@ -88,6 +91,11 @@ async function main() {
       }
     }
     if (BIG_LIST) printBigList(await bigListScenario(dir));
+    if (WEBHOOK_BUDGET) {
+      const budget = printWebhookBudget(await webhookBudgetScenario(dir));
+      allMet &&= budget.met;
+      verdicts.push(budget.line);
+    }
     console.log(`\nTargets:\n  ${verdicts.join("\n  ")}`);
     console.log(allMet ? "\nAll targets met." : "\nSome targets are not met (see above).");
   } finally {

@@ -3,18 +3,21 @@
  *
  * Starts the service on a temporary SQLite file and a receiver in this process that accepts
  * requests and never answers. Each round measures 1,000 requests one after another (a create,
- * then `GET /plants?limit=20`, alternating) first with no endpoint registered, then while 100
- * deliveries hang (the owner's creates in that phase add more). Prints the median and p99 of
- * both, and the ratio hanging/baseline: the same run, the same machine.
+ * then `GET /plants?limit=20`, alternating) first with no endpoint registered, then while the
+ * owner's 10 endpoints each hold their PER_ENDPOINT attempts hanging (the owner's creates in
+ * that phase add more deliveries). Prints the median and p99 of both, and the ratio
+ * hanging/baseline: the same run, the same machine.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { PER_ENDPOINT } from "../src/webhooks/rules";
 
 const ROOT = resolve(new URL("..", import.meta.url).pathname);
 const ROUNDS = Number(process.argv[2] ?? 3);
 const REQUESTS = 1000;
-const HANGING = 100;
+const ENDPOINTS = 10;
+const HANGING = ENDPOINTS * PER_ENDPOINT;
 
 async function start(path: string) {
   const proc = Bun.spawn(["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")], {
@@ -86,14 +89,17 @@ try {
     if (round > 1) await Bun.sleep(11_000);
     const baseline = await measure(service.url, headers, nextId);
     nextId += REQUESTS;
-    const again = await fetch(`${service.url}/webhooks`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/hook` }),
-    });
-    const id = ((await again.json()) as { id: number }).id;
+    const ids: number[] = [];
+    for (let i = 0; i < ENDPOINTS; i++) {
+      const registered = await fetch(`${service.url}/webhooks`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ url: `http://127.0.0.1:${receiver.port}/hook${i}` }),
+      });
+      ids.push(((await registered.json()) as { id: number }).id);
+    }
     hanging = 0;
-    for (let i = 0; i < HANGING; i++) {
+    for (let i = 0; i < PER_ENDPOINT; i++) {
       await fetch(`${service.url}/plants`, { method: "POST", headers, body: `{"id":${nextId++},"name":"h"}` });
     }
     while (hanging < HANGING) await Bun.sleep(10);
@@ -105,7 +111,7 @@ try {
         `ratio p50 ${(loaded.p50 / baseline.p50).toFixed(2)}x p99 ${(loaded.p99 / baseline.p99).toFixed(2)}x`,
     );
     console.log(rows.at(-1));
-    await fetch(`${service.url}/webhooks/${id}`, { method: "DELETE", headers });
+    for (const id of ids) await fetch(`${service.url}/webhooks/${id}`, { method: "DELETE", headers });
   }
 } finally {
   service.proc.kill("SIGKILL");

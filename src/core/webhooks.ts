@@ -46,6 +46,24 @@ export interface AttemptRecord {
   retryInMs: number | undefined;
 }
 
+/**
+ * What one claim may take: `count` due deliveries at most, leased for `leaseMs`, fairly: at
+ * most `perEndpoint` per endpoint with the attempts this instance has in flight (`busy`, by
+ * endpoint id) counted, one from each owner in turn, and, from an endpoint whose last
+ * `circuit.failures` attempts all failed, nothing until `circuit.restMs` after the latest, then
+ * one at a time.
+ */
+export interface ClaimRequest {
+  count: number;
+  leaseMs: number;
+  perEndpoint: number;
+  busy: ReadonlyMap<number, number>;
+  circuit: { failures: number; restMs: number };
+}
+
+/** `busy` as the claim statements take it: one JSON object, {"<endpoint id>": attempts in flight}. */
+export const busyJson = (busy: ReadonlyMap<number, number>): string => JSON.stringify(Object.fromEntries(busy));
+
 export type RedeliverOutcome = "queued" | "not-found" | "not-failed" | "disabled";
 
 /**
@@ -76,10 +94,10 @@ export interface WebhookStore {
     count: number,
   ): Promise<{ deliveries: DeliveryListing[]; more: boolean } | "no-endpoint" | "unknown-after">;
   /**
-   * Claims up to `count` due deliveries for `leaseMs`: no other claim sees them until then, so
-   * with several instances each attempt is made by one of them.
+   * Claims due deliveries as `request` allows, each for `leaseMs`: no other claim sees them until
+   * then, so with several instances each attempt is made by one of them.
    */
-  claimDue(count: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+  claimDue(request: ClaimRequest): Promise<ClaimedDelivery[]>;
   /** Records an attempt; a second record of the same attempt changes nothing. */
   recordAttempt(record: AttemptRecord): Promise<void>;
   /**

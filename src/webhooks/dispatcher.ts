@@ -1,13 +1,11 @@
 import { type FaultLog, faultDetail } from "../core/fault";
 import type { ClaimedDelivery, WebhookStore } from "../core/stores";
-import type { AttemptResult as MetricResult } from "../ops/metrics";
-import { ATTEMPT_TIMEOUT_MS, LEASE_MS, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
+import { type AttemptMetrics, attemptDelivery } from "./attempt";
+import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
+import { ATTEMPT_TIMEOUT_MS, POLL_MS, WAKE_SPACING_MS } from "./rules";
+import type { Resolver } from "./send";
 
-import { type Resolver, sendAttempt } from "./send";
-import { signedHeaders } from "./signing";
-
-export interface DispatcherMetrics {
-  webhookAttempt(result: MetricResult, seconds: number): void;
+export interface DispatcherMetrics extends AttemptMetrics {
   setWebhooksPending(value: number): void;
 }
 
@@ -21,6 +19,7 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** Attempts in flight at once; a hanging receiver holds one slot for at most the timeout. */
   concurrency?: number;
+  fairness?: Partial<Fairness>;
   timeoutMs?: number;
   resolve?: Resolver;
   clock?: () => number;
@@ -32,7 +31,10 @@ export interface DispatcherOptions {
 /**
  * Sends due deliveries in the background: claims a batch (a lease, so other instances skip
  * it), makes each attempt with its own timeout, records it. Nothing here is on a request's
- * path: a create only wakes it, and a slow or dead receiver holds only its own slot.
+ * path: a create only wakes it. Claims are fair (core/webhooks.ts, ClaimRequest): an endpoint
+ * holds at most `perEndpoint` slots, owners take turns, and an endpoint that keeps failing
+ * rests, so one user's dead or slow receivers never keep another's waiting; and attempts start
+ * within a budget per second, so they never crowd out the API.
  *
  * Failures of the database are logged once per streak and retried at the next poll; an attempt
  * whose record fails is made again when its lease ends (at-least-once).
@@ -45,6 +47,7 @@ export function createDispatcher({
   metrics,
   pollMs = POLL_MS,
   concurrency = 128,
+  fairness,
   timeoutMs = ATTEMPT_TIMEOUT_MS,
   resolve,
   clock = Date.now,
@@ -52,6 +55,7 @@ export function createDispatcher({
   pendingEveryMs = 5_000,
 }: DispatcherOptions) {
   let inFlight = 0;
+  const claims = claimPlanner({ ...FAIRNESS, ...fairness }, clock);
   let running = false;
   let again = false;
   let stopped = true;
@@ -75,35 +79,9 @@ export function createDispatcher({
     log(`webhook dispatcher: ${what} failed; retrying at the next poll`, faultDetail(error));
   }
 
-  async function attempt(delivery: ClaimedDelivery) {
-    const number = delivery.attempts + 1;
-    const at = clock();
-    const headers = signedHeaders(delivery.secret, delivery.id, Math.floor(at / 1000), delivery.payload);
-    const result = await sendAttempt({
-      url: delivery.url,
-      body: delivery.payload,
-      headers,
-      timeoutMs,
-      allowPrivate,
-      resolve,
-    });
-    const { outcome, retryInMs } = outcomeOf(result, number, retryDelaysMs, random);
-    try {
-      await store.recordAttempt({
-        deliverySeq: delivery.seq,
-        attempt: number,
-        at,
-        statusCode: result.status,
-        durationMs: result.durationMs,
-        error: result.error,
-        outcome,
-        retryInMs,
-      });
-      metrics.webhookAttempt(outcome === "pending" ? "retried" : outcome, result.durationMs / 1000);
-    } catch (error) {
-      noteFailure("recording an attempt", error);
-    }
-  }
+  const attemptOptions = { store, retryDelaysMs, allowPrivate, metrics, timeoutMs, resolve, clock, random };
+  const attempt = (delivery: ClaimedDelivery) =>
+    attemptDelivery(delivery, attemptOptions).catch((error) => noteFailure("recording an attempt", error));
 
   async function refreshPending() {
     if (clock() - pendingReadAt < pendingEveryMs) return;
@@ -124,16 +102,19 @@ export function createDispatcher({
       tickEnded = resolve;
     });
     lastTickAt = performance.now();
+    let nextMs = pollMs;
     try {
       while (!stopped && inFlight < concurrency) {
-        const room = concurrency - inFlight;
-        const batch = await store.claimDue(room, LEASE_MS);
-        failing = false;
-        for (const delivery of batch) {
-          inFlight++;
-          void attempt(delivery).finally(settled);
+        const request = claims.next(concurrency - inFlight);
+        if ("waitMs" in request) {
+          nextMs = Math.min(pollMs, request.waitMs);
+          break;
         }
-        if (batch.length < room) break;
+        const batch = await store.claimDue(request);
+        failing = false;
+        // Oldest first, so one receiver's deliveries tend to come in creation order (not promised).
+        for (const delivery of batch.sort((a, b) => a.seq - b.seq)) launch(delivery);
+        if (batch.length < request.count) break;
       }
       await refreshPending();
     } catch (error) {
@@ -145,15 +126,22 @@ export function createDispatcher({
       if (again) {
         again = false;
         wake();
-      } else schedule(pollMs);
+      } else schedule(nextMs);
     }
   }
 
-  function settled() {
+  function launch(delivery: ClaimedDelivery) {
+    inFlight++;
+    claims.claimed(delivery);
+    void attempt(delivery).finally(() => settled(delivery));
+  }
+
+  function settled(delivery: ClaimedDelivery) {
     inFlight--;
+    claims.settled(delivery);
     if (inFlight === 0) for (const done of idle.splice(0)) done();
-    // A full batch may have left due deliveries behind: a freed slot looks for them.
-    if (inFlight === concurrency - 1) wake();
+    // A slot came free, the dispatcher's or the endpoint's: due deliveries may be waiting for it.
+    wake();
   }
 
   /** Looks for due deliveries soon: a plant was created, or a slot came free. */

@@ -1,8 +1,26 @@
 import type { DeliveryStatus } from "../core/stores";
-import type { AttemptResult } from "./send";
 
 /** A receiver's answer must come within this (SPEC: "a 2xx answer within 10 s"). */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
+/** Within the 10 s, the connection must be up within this: an address that never answers frees its slot sooner. */
+export const CONNECT_TIMEOUT_MS = 3_000;
+/**
+ * Attempts one instance has in flight to one endpoint: however many deliveries an endpoint has
+ * queued, or however long it hangs, it holds at most this many of the dispatcher's slots.
+ */
+export const PER_ENDPOINT = 4;
+/**
+ * The circuit: an endpoint whose last CIRCUIT_FAILURES attempts all failed rests CIRCUIT_REST_MS
+ * after the latest, its due deliveries waiting, then takes one attempt at a time (a probe) until
+ * one is answered with a 2xx, which closes it. Kept in the database, so every instance sees it.
+ */
+export const CIRCUIT_FAILURES = 5;
+export const CIRCUIT_REST_MS = 30_000;
+/**
+ * Attempts one instance starts per second at most, in bursts of up to as many: deliveries share
+ * the API's thread, and this keeps their cost a small share of it (docs/decisions/0008-webhook-budget.md).
+ */
+export const ATTEMPTS_PER_SECOND = 200;
 /**
  * How long a claimed delivery stays invisible to other claims: twice the longest attempt (10 s,
  * the address check included), so the attempt and its record normally end well inside it and
@@ -31,7 +49,7 @@ export function retryDelay(
 
 /** What one attempt's result makes of its delivery, and when it is tried next. */
 export function outcomeOf(
-  result: AttemptResult,
+  result: { status?: number; retryAfterMs?: number },
   attempt: number,
   delays: readonly number[],
   random: () => number,

@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { LookupFunction } from "node:net";
 import { deadlineOf, raceSignal, reasonOf } from "./failure";
 import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
+import { ATTEMPT_TIMEOUT_MS, CONNECT_TIMEOUT_MS } from "./rules";
 
 export {
   AddressRefused,
@@ -14,7 +15,6 @@ export {
 
 /** One webhook delivery attempt: the receiver's address checked, pinned, and POSTed to once. */
 
-const ATTEMPT_TIMEOUT_MS = 10_000;
 /** A receiver's answer is only its status; reading a little of the body lets it finish writing. */
 const BODY_READ_LIMIT = 64 * 1024;
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000;
@@ -51,6 +51,8 @@ export interface AttemptInput {
   body: string;
   headers: Record<string, string>;
   timeoutMs?: number;
+  /** The connection must be up within this, inside timeoutMs. */
+  connectTimeoutMs?: number;
   allowPrivate: boolean;
   resolve?: Resolver;
   /** An extra trusted CA (tests' self-signed receivers). */
@@ -62,7 +64,10 @@ interface Answer {
   retryAfter?: string;
 }
 
-/** One attempt; never throws. The whole attempt, DNS included, is bounded by timeoutMs. */
+/**
+ * One attempt; never throws. The whole attempt, DNS included, is bounded by timeoutMs, and the
+ * TCP connection by connectTimeoutMs within it.
+ */
 export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   const started = performance.now();
   const timeoutMs = input.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
@@ -130,7 +135,10 @@ function exchange(
       ...(secure && input.ca !== undefined ? { ca: input.ca } : {}),
     });
     let answer: Answer | undefined;
+    const connectMs = input.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+    const connecting = setTimeout(() => settle(new Error(`no connection within ${connectMs} ms`)), connectMs);
     const settle = (error?: unknown) => {
+      clearTimeout(connecting);
       deadline.removeEventListener("abort", onDeadline);
       request.destroy();
       if (answer) resolve(answer);
@@ -141,6 +149,10 @@ function exchange(
     if (deadline.aborted) return onDeadline();
     deadline.addEventListener("abort", onDeadline, { once: true });
     request.on("error", settle);
+    request.on("socket", (socket) => {
+      if (socket.connecting) socket.once("connect", () => clearTimeout(connecting));
+      else clearTimeout(connecting);
+    });
     request.on("response", (response: IncomingMessage) => {
       const retryAfter = response.headers["retry-after"];
       answer = { status: response.statusCode ?? 0, ...(retryAfter === undefined ? {} : { retryAfter }) };

@@ -1,11 +1,14 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { StoreUnavailable } from "../../src/core/failures";
+import type { ClaimRequest } from "../../src/core/stores";
 import { parseJsonExact } from "../../src/http/json-body";
+import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
+import { PER_ENDPOINT } from "../../src/webhooks/rules";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
 import { until } from "../support/until";
-import { never, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
+import { never, type Received, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
 
 const MAX = "9223372036854775807";
 const MIN = "-9223372036854775808";
@@ -22,7 +25,9 @@ function receiver(...args: Parameters<typeof startReceiver>): Receiver {
 }
 
 /** A test app whose created plants wake a dispatcher on its stores. */
-async function appWithDispatcher(options: { retryDelaysMs?: number[]; timeoutMs?: number } = {}) {
+async function appWithDispatcher(
+  options: { retryDelaysMs?: number[]; timeoutMs?: number; fairness?: Partial<Fairness> } = {},
+) {
   let dispatcher: Dispatcher | undefined;
   const t = await makeTestApp({ webhookAllowPrivate: true, onPlantCreated: () => dispatcher?.wake() });
   dispatcher = startDispatcher(t.stores, { ...options, ops: t.ops });
@@ -288,19 +293,21 @@ describe(`webhook deliveries (${ENGINE})`, () => {
     expect(hook.at("/live")).toHaveLength(2);
   });
 
-  test("receivers that never answer time out, hold only their own slots, and the API answers meanwhile", async () => {
+  test("a receiver that never answers: its attempts time out, at most PER_ENDPOINT at once, and the API answers meanwhile", async () => {
     const hook = receiver(never);
-    const t = await appWithDispatcher({ retryDelaysMs: [], timeoutMs: 2_000 });
+    // No circuit here (it is tested below): every delivery gets its attempt.
+    const fairness = { circuit: { failures: 1_000, restMs: 0 } };
+    const t = await appWithDispatcher({ retryDelaysMs: [], timeoutMs: 300, fairness });
     const alice = await t.tokenFor("alice");
     const endpoint = await register(t, alice, hook.url());
-    for (let i = 1; i <= 100; i++) await t.createPlant(String(i), `p${i}`, alice);
-    await until(async () => hook.hanging(), { holds: (n) => n === 100, timeoutMs: 10_000 });
-    expect(hook.hanging()).toBe(100);
-    // While 100 attempts hang, requests are answered (bench/webhook-hang.ts measures how fast).
+    for (let i = 1; i <= 20; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await until(async () => hook.open(), { holds: (n) => n === PER_ENDPOINT, timeoutMs: 10_000 });
+    // While attempts hang, requests are answered (bench/webhook-hang.ts measures how fast).
     expect((await t.call("GET", "/plants?limit=5", { token: alice })).status).toBe(200);
-    await t.createPlant("101", "more", alice);
-    const log = await settled(t, alice, endpoint.id, 101);
-    expect(log.slice(0, 100).every((d) => d.status === "failed" && d.lastStatus === null)).toBe(true);
+    const log = await settled(t, alice, endpoint.id, 20);
+    expect(log.every((d) => d.status === "failed" && d.lastStatus === null)).toBe(true);
+    expect(hook.received).toHaveLength(20);
+    expect(hook.mostOpen()).toBe(PER_ENDPOINT);
   });
 
   test("deleting an endpoint drops its pending deliveries: nothing more is sent", async () => {
@@ -319,6 +326,131 @@ describe(`webhook deliveries (${ENGINE})`, () => {
   });
 });
 
+describe(`fair delivery (${ENGINE})`, () => {
+  test("one user's 10 hanging endpoints and 300 queued deliveries: another user's delivery still arrives within 2 s", async () => {
+    const hook = receiver((request) => (request.path.startsWith("/a") ? never() : new Response("ok")));
+    const t = await appWithDispatcher({ retryDelaysMs: [] });
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    for (let i = 0; i < 10; i++) await register(t, alice, hook.url(`/a${i}`));
+    const bobs = await register(t, bob, hook.url("/b"));
+    for (let i = 1; i <= 30; i++) await t.createPlant(String(i), `p${i}`, alice);
+    // Every endpoint of alice's holds its PER_ENDPOINT slots, hanging for the whole 10 s attempt.
+    await until(async () => hook.open(), { holds: (n) => n === 10 * PER_ENDPOINT, timeoutMs: 10_000 });
+    const sent = performance.now();
+    await t.createPlant("1", "Fern", bob);
+    const [got] = await until(async () => hook.at("/b"), { holds: (list) => list.length === 1, timeoutMs: 10_000 });
+    expect((got?.at ?? Number.POSITIVE_INFINITY) - sent).toBeLessThan(2_000);
+    expect(await settled(t, bob, bobs.id, 1)).toMatchObject([{ status: "delivered", attempts: 1 }]);
+    for (let i = 0; i < 10; i++) expect(hook.mostOpen(`/a${i}`)).toBe(PER_ENDPOINT);
+    // Closing the receiver ends the hanging attempts, so the dispatcher stops at once.
+    hook.stop();
+  });
+
+  test("a claim takes owners in turn, then their endpoints, however old one owner's backlog", async () => {
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    const alices: number[] = [];
+    for (let i = 0; i < 3; i++) alices.push((await register(t, alice, `http://127.0.0.1:9/a${i}`)).id);
+    const [a0, a1, a2] = alices as [number, number, number];
+    const bobs = await register(t, bob, "http://127.0.0.1:9/b");
+    for (let i = 1; i <= 5; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await t.createPlant("1", "Fern", bob);
+    // a2 has an attempt in flight already; `busy` is what the dispatcher has in flight.
+    const busy = new Map([[a2, 1]]);
+    const claim = (count: number) =>
+      t.stores.webhooks.claimDue({
+        count,
+        leaseMs: 60_000,
+        perEndpoint: 2,
+        busy,
+        circuit: { failures: 5, restMs: 30_000 },
+      });
+    // Bob's one delivery, the newest of all, comes in the first turn, with alice's oldest.
+    const first = await claim(2);
+    expect(first.map((d) => d.webhookId).sort()).toEqual([a0, bobs.id].sort());
+    busy.set(a0, 1);
+    // Then alice's endpoints up to 2 attempts each, those in flight counted.
+    const rest = await claim(100);
+    const perEndpoint = (id: number) => rest.filter((d) => d.webhookId === id).length;
+    expect([perEndpoint(a0), perEndpoint(a1), perEndpoint(a2)]).toEqual([1, 2, 1]);
+    // With every endpoint's 2 in flight, nothing more, though alice has deliveries due.
+    for (const endpoint of alices) busy.set(endpoint, 2);
+    expect(await claim(100)).toEqual([]);
+  });
+
+  test("an endpoint whose attempts keep failing rests: one probe per rest, other endpoints unaffected; a 2xx ends it", async () => {
+    let up = false;
+    const hook = receiver((request) => new Response("x", { status: request.path === "/ok" || up ? 200 : 500 }));
+    const rest = { failures: 5, restMs: 1_500 };
+    // One attempt at a time, so the run of failures is counted without attempts in flight past it.
+    const fairness = { circuit: rest, perEndpoint: 1 };
+    const t = await appWithDispatcher({ retryDelaysMs: Array(20).fill(20), fairness });
+    const alice = await t.tokenFor("alice");
+    const down = await register(t, alice, hook.url("/down"));
+    const ok = await register(t, alice, hook.url("/ok"));
+    for (let i = 1; i <= 3; i++) await t.createPlant(String(i), `p${i}`, alice);
+    // Five failures in a row, then a rest, then a probe that fails too, then another rest.
+    await until(async () => hook.at("/down"), { holds: (list) => list.length === 6 });
+    const gap = (i: number, list = hook.at("/down")) => (list[i] as Received).at - (list[i - 1] as Received).at;
+    expect(gap(5)).toBeGreaterThanOrEqual(rest.restMs - 50);
+    // Meanwhile the same user's other endpoint had every delivery at once.
+    expect(await settled(t, alice, ok.id, 3)).toMatchObject(Array(3).fill({ status: "delivered", attempts: 1 }));
+    // The rest leaves the deliveries pending, their attempts spent only by what was sent.
+    // The sixth attempt reached the receiver before its record commits: wait for the record.
+    const spent = (list: Awaited<ReturnType<typeof deliveries>>) => list.reduce((sum, d) => sum + d.attempts, 0);
+    const waiting = await until(() => deliveries(t, alice, down.id), { holds: (list) => spent(list) >= 6 });
+    expect(waiting.every((d) => d.status === "pending")).toBe(true);
+    expect(spent(waiting)).toBe(6);
+    up = true;
+    const log = await settled(t, alice, down.id, 3);
+    expect(log.every((d) => d.status === "delivered")).toBe(true);
+    const all = hook.at("/down");
+    expect(all).toHaveLength(9);
+    expect(gap(6)).toBeGreaterThanOrEqual(rest.restMs - 50);
+    expect(all.slice(6).every((r) => r.at - (all[6] as Received).at < rest.restMs)).toBe(true);
+  });
+
+  test("attempts start within the budget: no more than attemptsPerSecond before the clock moves on", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    await register(t, alice, hook.url());
+    for (let i = 1; i <= 12; i++) await t.createPlant(String(i), `p${i}`, alice);
+    let now = Date.now();
+    let ticks = 0;
+    const store = {
+      ...t.stores.webhooks,
+      pendingCount() {
+        ticks++;
+        return t.stores.webhooks.pendingCount();
+      },
+    };
+    const dispatcher = createDispatcher({
+      store,
+      retryDelaysMs: [],
+      allowPrivate: true,
+      log: () => {},
+      metrics: t.ops.metrics,
+      pollMs: 20,
+      pendingEveryMs: 0,
+      clock: () => now,
+      fairness: { attemptsPerSecond: 5, perEndpoint: 100 },
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    await until(async () => hook.received.length, { holds: (n) => n === 5 });
+    const seen = ticks;
+    await until(async () => ticks, { holds: (n) => n >= seen + 5 });
+    expect(hook.received).toHaveLength(5);
+    now += 1_000;
+    await until(async () => hook.received.length, { holds: (n) => n === 10 });
+    now += 1_000;
+    await until(async () => hook.received.length, { holds: (n) => n === 12 });
+  });
+});
+
 describe(`the dispatcher when the database fails (${ENGINE})`, () => {
   test("a failing claim is logged once per streak, and deliveries go out once the database answers again", async () => {
     const hook = receiver();
@@ -329,8 +461,8 @@ describe(`the dispatcher when the database fails (${ENGINE})`, () => {
     let failedClaims = 0;
     const store = {
       ...t.stores.webhooks,
-      claimDue(count: number, leaseMs: number) {
-        if (!down) return t.stores.webhooks.claimDue(count, leaseMs);
+      claimDue(request: ClaimRequest) {
+        if (!down) return t.stores.webhooks.claimDue(request);
         failedClaims++;
         return Promise.reject(new StoreUnavailable("unreachable", { cause: new Error("connection refused") }));
       },
@@ -372,9 +504,9 @@ describe(`the dispatcher on stop (${ENGINE})`, () => {
     let claims = 0;
     const store = {
       ...t.stores.webhooks,
-      async claimDue(count: number, leaseMs: number) {
+      async claimDue(request: ClaimRequest) {
         claims++;
-        const batch = await t.stores.webhooks.claimDue(count, leaseMs);
+        const batch = await t.stores.webhooks.claimDue(request);
         await claimHeld;
         return batch;
       },

@@ -57,7 +57,13 @@ async function outbox() {
     },
     /** Claims every due delivery: by the id of its plant. */
     async claimAll(): Promise<Map<number, ClaimedDelivery>> {
-      const claimed = await store.claimDue(100_000, 3_600_000);
+      const claimed = await store.claimDue({
+        count: 100_000,
+        leaseMs: 3_600_000,
+        perEndpoint: 100_000,
+        busy: new Map(),
+        circuit: { failures: 1_000_000, restMs: 0 },
+      });
       return new Map(claimed.map((delivery) => [(JSON.parse(delivery.payload) as { id: number }).id, delivery]));
     },
     /** Records `attempts` attempts, the last one making the delivery `outcome` (pending: retried in an hour). */

@@ -4,7 +4,15 @@ import { join } from "node:path";
 import { DEFAULT_RETRY_DELAYS_MS } from "../../src/config";
 import { createMetrics } from "../../src/ops/metrics";
 import { MAX_ENDPOINTS } from "../../src/webhooks/routes";
-import { ATTEMPT_TIMEOUT_MS, LEASE_MS } from "../../src/webhooks/rules";
+import {
+  ATTEMPT_TIMEOUT_MS,
+  ATTEMPTS_PER_SECOND,
+  CIRCUIT_FAILURES,
+  CIRCUIT_REST_MS,
+  CONNECT_TIMEOUT_MS,
+  LEASE_MS,
+  PER_ENDPOINT,
+} from "../../src/webhooks/rules";
 import { newSecret, signedHeaders } from "../../src/webhooks/signing";
 import { runToExit, scratchDir } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
@@ -157,6 +165,14 @@ describe("the README's webhook figures are the code's", () => {
     expect(README).toContain(`a 2xx comes within ${ATTEMPT_TIMEOUT_MS / 1000} s`);
     expect(README).toContain(`with a ${LEASE_MS / 1000} s lease`);
     expect(README).toContain(`| \`WEBHOOK_RETRY_DELAYS\` | \`${DEFAULT_RETRY_DELAYS_MS.join(",")}\` |`);
+  });
+
+  test("the connect timeout, the cap per endpoint, the circuit and the budget", () => {
+    expect(README).toContain(`up within ${CONNECT_TIMEOUT_MS / 1000} s of those ${ATTEMPT_TIMEOUT_MS / 1000}`);
+    expect(README).toContain(`at most ${PER_ENDPOINT} attempts at once to one endpoint`);
+    expect(README).toContain(`After ${CIRCUIT_FAILURES} attempts in a row fail`);
+    expect(README).toContain(`their retries unspent, and ${CIRCUIT_REST_MS / 1000} s`);
+    expect(README).toContain(`starts at most ${ATTEMPTS_PER_SECOND} a second`);
   });
 
   test("the webhook metrics listed are the ones a scrape shows", () => {

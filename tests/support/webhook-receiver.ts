@@ -1,6 +1,7 @@
 import type { Server } from "bun";
 import { type AppOps, createOps } from "../../src/app";
 import type { Stores } from "../../src/core/stores";
+import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
 
 /** One request a receiver got. */
@@ -9,6 +10,8 @@ export interface Received {
   method: string;
   body: string;
   headers: Record<string, string>;
+  /** performance.now() when it arrived. */
+  at: number;
 }
 
 /**
@@ -20,23 +23,41 @@ export function startReceiver(
 ) {
   const received: Received[] = [];
   let hanging = 0;
+  /** Requests neither answered nor given up by the sender, now and at most, by path. */
+  const open = new Map<string, number>();
+  const mostOpen = new Map<string, number>();
   const server: Server<undefined> = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     idleTimeout: 0,
     async fetch(request) {
+      const path = new URL(request.url).pathname;
+      const now = (open.get(path) ?? 0) + 1;
+      open.set(path, now);
+      mostOpen.set(path, Math.max(now, mostOpen.get(path) ?? 0));
+      let closed = false;
+      const close = () => {
+        if (!closed) open.set(path, (open.get(path) ?? 1) - 1);
+        closed = true;
+      };
+      request.signal.addEventListener("abort", close, { once: true });
       const got: Received = {
-        path: new URL(request.url).pathname,
+        path,
         method: request.method,
         body: await request.text(),
         headers: Object.fromEntries(request.headers),
+        at: performance.now(),
       };
       received.push(got);
       const reply = answer(got, received.filter((r) => r.path === got.path).length);
       if (reply instanceof Promise) {
         hanging++;
-        return reply.finally(() => hanging--);
+        return reply.finally(() => {
+          hanging--;
+          close();
+        });
       }
+      close();
       return reply;
     },
   });
@@ -45,9 +66,16 @@ export function startReceiver(
     received,
     at: (path: string) => received.filter((r) => r.path === path),
     hanging: () => hanging,
+    /** Requests open now (not answered, the sender still waiting), on `path` or on all paths. */
+    open: (path?: string) => sum(open, path),
+    /** The most requests that were open at once, on `path`, or on each path added up. */
+    mostOpen: (path?: string) => sum(mostOpen, path),
     stop: () => server.stop(true),
   };
 }
+
+const sum = (counts: Map<string, number>, path: string | undefined) =>
+  path === undefined ? [...counts.values()].reduce((a, b) => a + b, 0) : (counts.get(path) ?? 0);
 
 export type Receiver = ReturnType<typeof startReceiver>;
 
@@ -57,7 +85,7 @@ export const never = () => new Promise<Response>(() => {});
 /** A dispatcher on a test app's stores, polling often, with short retries unless told otherwise. */
 export function startDispatcher(
   stores: Stores,
-  options: { retryDelaysMs?: number[]; timeoutMs?: number; ops?: AppOps } = {},
+  options: { retryDelaysMs?: number[]; timeoutMs?: number; ops?: AppOps; fairness?: Partial<Fairness> } = {},
 ): Dispatcher {
   const dispatcher = createDispatcher({
     store: stores.webhooks,
@@ -67,6 +95,7 @@ export function startDispatcher(
     metrics: (options.ops ?? createOps(stores)).metrics,
     pollMs: 50,
     timeoutMs: options.timeoutMs,
+    fairness: options.fairness,
     pendingEveryMs: 0,
   });
   dispatcher.start();

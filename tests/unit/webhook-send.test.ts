@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { Server } from "bun";
 import { reasonOf } from "../../src/webhooks/failure";
 import { AddressRefused, checkedAddress, type Resolver, sendAttempt, systemResolver } from "../../src/webhooks/send";
+import { silentPort } from "../support/silent-port";
 
 interface Seen {
   method: string;
@@ -119,6 +120,32 @@ describe("time limits", () => {
     expect(result.durationMs).toBeGreaterThanOrEqual(295);
     expect(result.durationMs).toBeLessThan(1_500);
     expect(seen).toHaveLength(1);
+  });
+
+  test("an address where no connection is ever set up: the attempt ends at connectTimeoutMs, not timeoutMs", async () => {
+    const silent = await silentPort();
+    try {
+      const url = `http://127.0.0.1:${silent.port}/`;
+      const limits = { timeoutMs: 10_000, connectTimeoutMs: 300 };
+      const result = await sendAttempt({ url, body: "{}", headers: {}, allowPrivate: true, ...limits });
+      expect(result.error).toBe("no connection within 300 ms");
+      expect(result.durationMs).toBeGreaterThanOrEqual(295);
+      expect(result.durationMs).toBeLessThan(3_000);
+    } finally {
+      silent.stop();
+    }
+  });
+
+  test("a connected receiver slower than the connect timeout still answers within timeoutMs", async () => {
+    const { port } = receiver(async () => {
+      await Bun.sleep(500);
+      return ok();
+    });
+    const url = `http://127.0.0.1:${port}/`;
+    const limits = { timeoutMs: 5_000, connectTimeoutMs: 100 };
+    expect(await sendAttempt({ url, body: "{}", headers: {}, allowPrivate: true, ...limits })).toMatchObject({
+      status: 200,
+    });
   });
 
   test("a resolver that never answers counts against the same limit", async () => {
@@ -266,7 +293,7 @@ describe("https", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const attempt = (port: number, ca?: string) =>
+  const attempt = (port: number, ca?: string, connectTimeoutMs?: number) =>
     sendAttempt({
       url: `https://pinned.invalid:${port}/hook`,
       body: "{}",
@@ -274,6 +301,7 @@ describe("https", () => {
       allowPrivate: true,
       resolve: answers("127.0.0.1"),
       ...(ca === undefined ? {} : { ca }),
+      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
     });
 
   test("pinned over TLS: the certificate is checked against the URL's name", async () => {
@@ -281,6 +309,15 @@ describe("https", () => {
     const result = await attempt(port, pinned.cert);
     expect(result).toMatchObject({ status: 200 });
     expect(seen.map((request) => request.host)).toEqual([`pinned.invalid:${port}`]);
+  });
+
+  test("a receiver slower than the connect timeout still answers over TLS", async () => {
+    const slow = async () => {
+      await Bun.sleep(500);
+      return ok();
+    };
+    const { port } = receiver(slow, pinned);
+    expect(await attempt(port, pinned.cert, 100)).toMatchObject({ status: 200 });
   });
 
   test("a trusted certificate for another name fails", async () => {

@@ -95,13 +95,37 @@ export const WEBHOOK_SQL = {
       SELECT ${DELIVERY} FROM webhook_deliveries
       WHERE webhook_id = (SELECT id FROM endpoint) AND seq > start.seq ORDER BY seq LIMIT $4
     ) d ON true`,
-  /** Rows another instance is claiming are skipped; a claimed row is not due again until its lease ends. */
-  claim: `UPDATE webhook_deliveries d SET next_attempt_at = now() + $1::float8 * interval '1 millisecond'
-    FROM webhooks w
-    WHERE w.id = d.webhook_id AND d.seq IN (
-      SELECT seq FROM webhook_deliveries WHERE next_attempt_at <= now()
-      ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  /**
+   * (circuit failures, circuit rest ms, lease ms, count, per endpoint, busy as
+   * {"<endpoint id>": attempts in flight}): as on SQLite (src/db/sqlite/queries.ts), each
+   * endpoint's room, its oldest due deliveries up to it, then owner by owner in turn. Rows another
+   * instance is claiming are skipped; a claimed row is not due again until its lease ends.
+   */
+  claim: `WITH busy AS (SELECT key::int AS webhook_id, value::int AS n FROM json_each_text($6::text::json)),
+    endpoints AS (
+      SELECT * FROM (
+        SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= $1 THEN 1 ELSE $5 END - coalesce(busy.n, 0) AS room
+        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id
+        WHERE w.disabled_at IS NULL
+          AND (w.consecutive_failures < $1 OR w.last_failed_at + $2::float8 * interval '1 millisecond' <= now())
+      ) taking WHERE room > 0
+    ),
+    due AS (
+      SELECT d.seq, d.next_attempt_at, e.owner_id,
+        row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
+      FROM endpoints e CROSS JOIN LATERAL (
+        SELECT seq, next_attempt_at FROM webhook_deliveries
+        WHERE webhook_id = e.id AND next_attempt_at <= now()
+        ORDER BY next_attempt_at LIMIT e.room FOR UPDATE SKIP LOCKED
+      ) d
+    ),
+    fair AS (
+      SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
+      FROM due
     )
+    UPDATE webhook_deliveries d SET next_attempt_at = now() + $3::float8 * interval '1 millisecond'
+    FROM webhooks w
+    WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
     RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
   /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)

@@ -67,6 +67,8 @@ export const webhooks = pgTable(
     secret: text("secret").notNull(),
     createdAt: time("created_at").notNull(),
     disabledAt: time("disabled_at"),
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    lastFailedAt: time("last_failed_at"),
   },
   (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
 );
@@ -90,7 +92,9 @@ export const webhookDeliveries = pgTable(
   },
   (table) => [
     index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
-    index("webhook_deliveries_due_idx").on(table.nextAttemptAt).where(sql`${table.nextAttemptAt} IS NOT NULL`),
+    index("webhook_deliveries_endpoint_due_idx")
+      .on(table.webhookId, table.nextAttemptAt)
+      .where(sql`${table.nextAttemptAt} IS NOT NULL`),
     // Delivered and failed ones, oldest first: retention removes them in batches (src/webhooks/retention.ts).
     index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],

@@ -1,5 +1,6 @@
 import type { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
+import { busyJson } from "../../core/webhooks";
 import { WEBHOOK_SQL } from "./queries";
 
 /** A key space for the per-owner advisory lock that keeps the endpoint cap exact across instances ("wh"). */
@@ -38,10 +39,9 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
       return { deliveries, more };
     },
 
-    async claimDue(count, leaseMs) {
-      const rows = (await client.unsafe(WEBHOOK_SQL.claim, [leaseMs, count])) as Array<
-        ClaimedDelivery & { seq: string }
-      >;
+    async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
+      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
+      const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // seq is int8, given as decimal text; it stays far below 2^53.
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },

@@ -57,6 +57,12 @@ const DELIVERY =
   "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
 
 /**
+ * The endpoints that take attempts now, `w` (binds ?1 now, ?2 and ?3 the circuit's failures and
+ * rest): enabled, and not resting after a run of failed attempts.
+ */
+const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
+
+/**
  * Webhook endpoints and the outbox. A created plant's deliveries are written by a trigger on
  * plants, and recording an attempt applies it by a trigger on webhook_attempts (drizzle/sqlite/0003).
  */
@@ -70,10 +76,36 @@ export const WEBHOOK_SQL = {
   remove: "DELETE FROM webhooks WHERE owner_id = ?1 AND id = ?2 RETURNING id",
   seqOf: "SELECT seq FROM webhook_deliveries WHERE webhook_id = ?1 AND id = ?2",
   page: `SELECT ${DELIVERY} FROM webhook_deliveries WHERE webhook_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
-  /** Most polls find nothing due: a read answers that without a write. */
-  anyDue: "SELECT 1 AS due FROM webhook_deliveries WHERE next_attempt_at <= ?1 LIMIT 1",
-  claim: `UPDATE webhook_deliveries SET next_attempt_at = ?1
-    WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT ?3)
+  /** Most polls find nothing due: a read answers that without a write. Binds ?1–?3 as `claim` does. */
+  anyDue: `SELECT 1 AS due FROM webhooks w WHERE ${TAKING}
+    AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE webhook_id = w.id AND next_attempt_at <= (?1 + 0)) LIMIT 1`,
+  /**
+   * (now, circuit failures, circuit rest ms, lease end, count, per endpoint, busy as
+   * {"<endpoint id>": attempts in flight}): each endpoint's room (one while its circuit probes),
+   * its oldest due deliveries up to that room, then owner by owner in turn (an owner's endpoints
+   * in turn within it), oldest first in each turn (core/webhooks.ts, ClaimRequest).
+   */
+  claim: `WITH busy AS (SELECT CAST(key AS INTEGER) AS webhook_id, value AS n FROM json_each(?7)),
+    endpoints AS (
+      SELECT * FROM (
+        SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= ?2 THEN 1 ELSE ?6 END - coalesce(busy.n, 0) AS room
+        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id WHERE ${TAKING}
+      ) WHERE room > 0
+    ),
+    due AS (
+      SELECT d.seq, d.next_attempt_at, e.owner_id, e.room,
+        row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
+      FROM endpoints e JOIN webhook_deliveries d ON d.seq IN (
+        SELECT seq FROM webhook_deliveries WHERE webhook_id = e.id AND next_attempt_at <= (?1 + 0)
+        ORDER BY next_attempt_at LIMIT (?6 + 0)
+      )
+    ),
+    fair AS (
+      SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
+      FROM due WHERE turn <= room
+    )
+    UPDATE webhook_deliveries SET next_attempt_at = ?4
+    WHERE seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT (?5 + 0))
     RETURNING seq, id, webhook_id AS webhookId, payload, attempts`,
   endpointSecret: "SELECT url, secret FROM webhooks WHERE id = ?1",
   /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
@@ -81,14 +113,16 @@ export const WEBHOOK_SQL = {
     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
     ON CONFLICT DO NOTHING`,
   /**
-   * The pending count in steps along the due index: (after next_attempt_at, after seq, step - 1)
+   * The pending count in steps along the endpoint-due index: (after webhook_id, next_attempt_at, seq; step - 1)
    * gives the step's last entry, or none when fewer are left; `pendingRest` counts those.
    */
-  pendingStep: `SELECT next_attempt_at AS at, seq FROM webhook_deliveries
-    WHERE next_attempt_at IS NOT NULL AND (next_attempt_at, seq) > ((?1 + 0), (?2 + 0))
-    ORDER BY next_attempt_at, seq LIMIT 1 OFFSET (?3 + 0)`,
+  pendingStep: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL
+      AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
+    ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
   pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
-    WHERE next_attempt_at IS NOT NULL AND (next_attempt_at, seq) > ((?1 + 0), (?2 + 0))`,
+    WHERE next_attempt_at IS NOT NULL
+      AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,
   /** (created before, count): the oldest finished deliveries by their own index; attempts go by cascade. */
   pruneFinished: `DELETE FROM webhook_deliveries WHERE seq IN (
       SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < (?1 + 0)

@@ -78,6 +78,9 @@ export const webhooks = sqliteTable(
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
     /** Set when the endpoint answered 410: no more deliveries are made to it. */
     disabledAt: integer("disabled_at", { mode: "timestamp_ms" }),
+    /** Attempts failed in a row, and when the latest ended: its circuit (src/webhooks/rules.ts). */
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    lastFailedAt: integer("last_failed_at", { mode: "timestamp_ms" }),
   },
   (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
 );
@@ -107,9 +110,13 @@ export const webhookDeliveries = sqliteTable(
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
     nextAttemptAt: integer("next_attempt_at", { mode: "timestamp_ms" }),
   },
+  // A claim looks for due deliveries endpoint by endpoint (a few per endpoint, round-robin), so
+  // its cost follows the endpoints, not how many deliveries one of them has queued.
   (table) => [
     index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
-    index("webhook_deliveries_due_idx").on(table.nextAttemptAt).where(sql`${table.nextAttemptAt} IS NOT NULL`),
+    index("webhook_deliveries_endpoint_due_idx")
+      .on(table.webhookId, table.nextAttemptAt)
+      .where(sql`${table.nextAttemptAt} IS NOT NULL`),
     // Delivered and failed ones, oldest first: retention removes them in batches (src/webhooks/retention.ts).
     index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],

@@ -7,6 +7,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
+import { busyJson } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./queries";
 import type { Writer } from "./writer";
 
@@ -54,10 +55,12 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
   const seqOf = sqlite.prepare<{ seq: number }, [number, string]>(SQL.seqOf);
   const page = sqlite.prepare<DeliveryRow, [number, number, number]>(SQL.page);
-  const anyDue = sqlite.prepare<{ due: number }, [number]>(SQL.anyDue);
+  const anyDue = sqlite.prepare<{ due: number }, [number, number, number]>(SQL.anyDue);
   const endpointSecret = sqlite.prepare<{ url: string; secret: string }, [number]>(SQL.endpointSecret);
-  const pendingStep = sqlite.prepare<{ at: number; seq: number }, [number, number, number]>(SQL.pendingStep);
-  const pendingRest = sqlite.prepare<{ n: number }, [number, number]>(SQL.pendingRest);
+  const pendingStep = sqlite.prepare<{ endpoint: number; at: number; seq: number }, [number, number, number, number]>(
+    SQL.pendingStep,
+  );
+  const pendingRest = sqlite.prepare<{ n: number }, [number, number, number]>(SQL.pendingRest);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
@@ -92,11 +95,12 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       return { deliveries: rows.map(toDelivery), more };
     },
 
-    async claimDue(count, leaseMs) {
+    async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
       const now = clock();
-      if (!anyDue.get(now)) return [];
+      if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
+      const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = await writes.run<Array<Omit<ClaimedDelivery, "url" | "secret">>>(
-        { sql: SQL.claim, mode: "all", params: [now + leaseMs, now, count] },
+        { sql: SQL.claim, mode: "all", params },
         { bookkeeping: true },
       );
       const claimed: ClaimedDelivery[] = [];
@@ -121,14 +125,14 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       await writes.run({ sql: SQL.recordAttempt, mode: "run", params: values }, { bookkeeping: true });
     },
 
-    // One count(*) of a large outbox held this thread for tens of ms (docs/decisions/0006); in
+    // One count(*) of a large outbox held this thread for tens of ms (docs/decisions/0006-outbox-upkeep.md); in
     // steps, other work runs between them. A row moved by a claim meanwhile may count twice or not.
     async pendingCount() {
       let counted = 0;
-      let after = { at: Number.MIN_SAFE_INTEGER, seq: 0 };
+      let after = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
       for (;;) {
-        const last = pendingStep.get(after.at, after.seq, PENDING_STEP - 1);
-        if (!last) return counted + (pendingRest.get(after.at, after.seq)?.n ?? 0);
+        const last = pendingStep.get(after.endpoint, after.at, after.seq, PENDING_STEP - 1);
+        if (!last) return counted + (pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0);
         counted += PENDING_STEP;
         after = last;
         await new Promise((resolve) => setImmediate(resolve));
