@@ -36,5 +36,5 @@ export const BIG_LIST = env.BENCH_BIG_LIST !== "0";
 export const WEBHOOK_BUDGET = env.BENCH_WEBHOOK_BUDGET !== "0";
 /** The big-list owner's plants (also read by `bun bench/big-list.ts`). */
 export const BIG_LIST_PLANTS = Number(env.BENCH_BIG_LIST_PLANTS ?? 1_000_000);
-/** BENCH_TOKENS: load tokens per user on PostgreSQL (bench/postgres.ts), where the default rate limit is on; unset: sized from a warm-up. */
+/** BENCH_TOKENS: load tokens per user on every side (bench/load-tokens.ts), the default rate limit being on; unset: sized from a warm-up. */
 export const TOKENS = env.BENCH_TOKENS === undefined ? undefined : Number(env.BENCH_TOKENS);

@@ -26,31 +26,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
-import { createPostgresTokenStore } from "../src/db/postgres/tokens";
 import { coldStarts } from "./cold-start";
-import { CONNECTIONS, ROUNDS, SECONDS, TOKENS } from "./options";
+import { issueLoadTokens, tokensPerUser } from "./load-tokens";
+import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, POSTGRES_CONTENDERS, type PostgresContender, postgresReport } from "./postgres-report";
 import {
   type LoadTokens,
   readyForLoad,
   runRounds,
-  SCENARIOS,
   type Scenario,
   SEED_PER_USER,
   spreadLoad,
   type TokenPair,
 } from "./rounds";
-import {
-  cli,
-  DEFAULT_RATE_LIMIT,
-  fail,
-  onFail,
-  POSTGRES_TARGETS,
-  peakRssKiB,
-  type Running,
-  startTarget,
-  type Target,
-} from "./targets";
+import { cli, fail, onFail, POSTGRES_TARGETS, peakRssKiB, type Running, startTarget, type Target } from "./targets";
 import type { WrkResult } from "./wrk";
 
 const {
@@ -63,38 +52,6 @@ const {
 
 /** The contenders that spend the tokens' budgets: "1 instance", "1 instance, warn" and "2 instances" (two processes, so weighed more). */
 const LIMITED_LOAD = 3.5;
-/** Load tokens per user at most. */
-const MAX_TOKENS_PER_USER = 500;
-
-/**
- * Load tokens per user for the whole bench at `rps` (a warm-up's): the limited contenders ask
- * LIMITED_LOAD × rps while they run, twice that for safety; a token gives a minute's worth at
- * once and a minute's worth a minute over the bench's whole length.
- */
-function tokensPerUser(rps: number): number {
-  if (TOKENS !== undefined) return TOKENS;
-  const runs = SCENARIOS.length * ROUNDS;
-  const demand = 2 * LIMITED_LOAD * rps * SECONDS * runs;
-  const perToken = DEFAULT_RATE_LIMIT * (1 + (POSTGRES_CONTENDERS.length * runs * SECONDS) / 60);
-  return Math.min(MAX_TOKENS_PER_USER, Math.max(2, Math.ceil(demand / perToken / 2)));
-}
-
-/** `perUser` tokens for each of bench-a and bench-b, issued by the service's own token store (one CLI start-up each would take minutes). */
-async function issueLoadTokens(database: string, perUser: number): Promise<LoadTokens> {
-  const sql = new SQL(database, { max: 1 });
-  try {
-    const store = createPostgresTokenStore(sql);
-    const issue = async (user: string) => {
-      const tokens: string[] = [];
-      for (let i = 0; i < perUser; i++) tokens.push((await store.issue(user)).token);
-      return tokens;
-    };
-    return { a: await issue("bench-a"), b: await issue("bench-b") };
-  } finally {
-    await sql.close();
-  }
-}
-
 /** Two wrk runs at once, as one: req/s summed, the worse latency, every error counted. */
 function together(one: WrkResult, two: WrkResult): WrkResult {
   const rps = one.rps + two.rps;
@@ -173,7 +130,7 @@ export async function postgresBench(): Promise<void> {
     // The limit-off instance seeds the service's database, and its warm-up sizes the load's tokens.
     const limitOff = await start(SERVICE_LIMIT_OFF, databases.service);
     const warmRps = await readyForLoad("service, limit off", limitOff.url, tokens.service);
-    const perUser = tokensPerUser(warmRps);
+    const perUser = tokensPerUser(warmRps, { limitedLoad: LIMITED_LOAD, contenders: POSTGRES_CONTENDERS.length });
     const load = {
       service: await issueLoadTokens(databases.service, perUser),
       baseline: await issueLoadTokens(databases.baseline, perUser),

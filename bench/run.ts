@@ -3,7 +3,9 @@
  * alternating rounds, every figure a ratio. Four contenders: the service with default settings
  * (the access log on) and with LOG_LEVEL=warn, the like-for-like baseline (the same logging and
  * metrics work, table A: what the framework and the ORM cost) and the bare floor (no access
- * log, metrics or request ids, table B: what the service costs in all).
+ * log, metrics or request ids, table B: what the service costs in all). The service runs with its
+ * default per-token rate limit, so every side's load turns over as many tokens per user
+ * (bench/load-tokens.ts), issued on its own database.
  *
  * Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
  * read scenario on a 2,000-plant one (bench/large-store.ts), and the big-list scenario
@@ -21,11 +23,21 @@ import { bigListScenario, printBigList } from "./big-list";
 import { coldStarts } from "./cold-start";
 import { floorReport, floorTargets } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
+import { issueLoadTokens, tokensPerUser } from "./load-tokens";
 import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS, WEBHOOK_BUDGET } from "./options";
-import { readyForLoad, runRounds, SEED_PER_USER, type TokenPair } from "./rounds";
-import { cli, fail, peakRssKiB, type Running, startTarget, TARGETS, type TargetName, target } from "./targets";
+import { type LoadTokens, readyForLoad, runRounds, SEED_PER_USER, spreadLoad, type TokenPair } from "./rounds";
+import {
+  cli,
+  DEFAULT_RATE_LIMIT,
+  fail,
+  peakRssKiB,
+  type Running,
+  startTarget,
+  TARGETS,
+  type TargetName,
+  target,
+} from "./targets";
 import { printWebhookBudget, webhookBudgetScenario } from "./webhook-budget";
-import { wrk } from "./wrk";
 
 async function main() {
   if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
@@ -38,19 +50,31 @@ async function main() {
       string
     >;
     const tokens = {} as Record<TargetName, TokenPair>;
-    const running = {} as Record<TargetName, Running>;
     for (const { name } of TARGETS) {
-      const a = await cli(["token", "create", "--user", "bench-a"], paths[name]);
-      const b = await cli(["token", "create", "--user", "bench-b"], paths[name]);
-      tokens[name] = [a, b];
+      tokens[name] = [
+        await cli(["token", "create", "--user", "bench-a"], paths[name]),
+        await cli(["token", "create", "--user", "bench-b"], paths[name]),
+      ];
+    }
+    // The baseline (no limit, faster than the service) warms up first over its two tokens: its
+    // req/s sizes the load's tokens, as many per user on every side, each side's process its own limiter.
+    const running = {} as Record<TargetName, Running>;
+    running.baseline = await startTarget(target("baseline"), paths.baseline);
+    const warmRps = await readyForLoad("baseline", running.baseline.url, tokens.baseline);
+    const perUser = tokensPerUser(warmRps, { limitedLoad: 1, contenders: TARGETS.length });
+    const load = {} as Record<TargetName, LoadTokens>;
+    for (const { name } of TARGETS) load[name] = await issueLoadTokens(paths[name], perUser);
+    console.log(`load tokens: ${perUser} per user on every side (warm-up ${Math.round(warmRps)} req/s)`);
+    for (const { name } of TARGETS) {
+      if (name === "baseline") continue;
       running[name] = await startTarget(target(name), paths[name]);
-      await readyForLoad(name, running[name].url, [a, b]);
+      await readyForLoad(name, running[name].url, tokens[name], true, load[name]);
     }
 
     const results = await runRounds(
       TARGETS.map(({ name }) => ({
         name,
-        run: (scenario, idBase) => wrk(running[name].url, scenario, [...tokens[name], String(idBase)]),
+        run: (scenario, idBase) => spreadLoad(running[name].url, scenario, load[name], idBase),
       })),
     );
     const rss = {} as Record<TargetName, number>;
@@ -68,7 +92,7 @@ async function main() {
       `\nPlant Store vs bench/baseline/ — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
     console.log(
-      "\nA. Like for like — service: `bun src/start.ts` (the bytecode bundle `bun run start` runs), synchronous=FULL with group commit, access log on, rate limiting OFF (RATE_LIMIT_PER_MINUTE=0: the load's two tokens would get 429; on PostgreSQL the bench runs with it on); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work\n",
+      `\nA. Like for like — service: \`bun --max-http-header-size=16384 src/index.ts\` (what \`bun run start\` runs) with its defaults: synchronous=FULL with group commit, access log on, the per-token rate limit on (RATE_LIMIT_PER_MINUTE=${DEFAULT_RATE_LIMIT}, the default); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work, no rate limit; every side's load turns over ${perUser} tokens per user\n`,
     );
     const tableA = baselineReport(results, rss, direct);
     console.log(`\n${tagIndexNote(paths)}`);

@@ -15,7 +15,7 @@ setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
  */
 const FLOOR = onPostgres ? "bench/baseline/postgres-server.ts" : "bench/baseline/server.ts";
 const CONTENDERS: Array<{ name: string; command: string[]; env: Record<string, string> }> = [
-  { name: "the service", command: DIRECT, env: { RATE_LIMIT_PER_MINUTE: "0" } },
+  { name: "the service", command: DIRECT, env: {} },
   { name: "the like-for-like baseline", command: ["bun", FLOOR], env: {} },
   { name: "the bare floor", command: ["bun", FLOOR], env: { BASELINE_BARE: "1" } },
 ];

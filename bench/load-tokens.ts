@@ -1,0 +1,43 @@
+/**
+ * Load tokens for a service with its default per-token rate limit on, whatever the engine:
+ * how many per user the bench needs, and issuing them through the service's own stores
+ * (src/db/open.ts) on a side's database (one CLI start-up per token would take minutes).
+ */
+import { loadConfig } from "../src/config";
+import { openStores } from "../src/db/open";
+import { ROUNDS, SECONDS, TOKENS } from "./options";
+import type { LoadTokens } from "./rounds";
+import { SCENARIOS } from "./rounds";
+import { DEFAULT_RATE_LIMIT } from "./targets";
+
+/** Load tokens per user at most. */
+const MAX_TOKENS_PER_USER = 500;
+
+/**
+ * Load tokens per user for the whole bench at `rps` (a warm-up's): the limited contenders on one
+ * limiter (one process's on SQLite, one database's on PostgreSQL) ask `limitedLoad` × rps while
+ * they run, twice that for safety; a token gives a minute's worth at once and a minute's worth a
+ * minute over the bench's whole length (`contenders` runs back to back). BENCH_TOKENS overrides.
+ */
+export function tokensPerUser(rps: number, { limitedLoad, contenders }: { limitedLoad: number; contenders: number }) {
+  if (TOKENS !== undefined) return TOKENS;
+  const runs = SCENARIOS.length * ROUNDS;
+  const demand = 2 * limitedLoad * rps * SECONDS * runs;
+  const perToken = DEFAULT_RATE_LIMIT * (1 + (contenders * runs * SECONDS) / 60);
+  return Math.min(MAX_TOKENS_PER_USER, Math.max(2, Math.ceil(demand / perToken / 2)));
+}
+
+/** `perUser` tokens for each of bench-a and bench-b on `database` (a DATABASE_URL), issued by the service's token store. */
+export async function issueLoadTokens(database: string, perUser: number): Promise<LoadTokens> {
+  const stores = await openStores(loadConfig({ DATABASE_URL: database }), () => {});
+  try {
+    const issue = async (user: string) => {
+      const tokens: string[] = [];
+      for (let i = 0; i < perUser; i++) tokens.push((await stores.tokens.issue(user)).token);
+      return tokens;
+    };
+    return { a: await issue("bench-a"), b: await issue("bench-b") };
+  } finally {
+    await stores.close();
+  }
+}
