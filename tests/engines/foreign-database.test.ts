@@ -4,7 +4,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MIGRATIONS } from "../../src/db/migrations";
 import { openDatabase } from "../../src/db/sqlite/client";
-import { EMBEDDED_MIGRATIONS } from "../../src/db/sqlite/migrations";
 import { ForeignDatabaseError } from "../../src/db/sqlite/ownership";
 import { onSqlite } from "../support/helpers";
 import { scratchDir } from "../support/process";
