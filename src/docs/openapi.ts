@@ -26,11 +26,16 @@ type Operation = Record<string, unknown> & { parameters?: unknown[]; requestBody
  */
 function withRouteExtras(paths: Record<string, Record<string, Operation>>) {
   for (const operations of Object.values(paths)) {
-    for (const [method, { "x-parameters": extra, "x-media-types": types, ...operation }] of Object.entries(operations)) {
+    for (const [method, { "x-parameters": extra, "x-media-types": types, ...operation }] of Object.entries(
+      operations,
+    )) {
       if (Array.isArray(extra)) operation.parameters = [...(operation.parameters ?? []), ...extra];
       const schema = Object.values(operation.requestBody?.content ?? {})[0];
       if (Array.isArray(types) && operation.requestBody && schema)
-        operation.requestBody = { ...operation.requestBody, content: Object.fromEntries(types.map((t) => [t, schema])) };
+        operation.requestBody = {
+          ...operation.requestBody,
+          content: Object.fromEntries(types.map((t) => [t, schema])),
+        };
       operations[method] = operation;
     }
   }
