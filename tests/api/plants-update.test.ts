@@ -133,10 +133,10 @@ describe("PUT and PATCH /plants/{id}, ETag and preconditions", () => {
       await t.createPlant("8", "Fern", token);
       const first = await etagOf("7");
       expect(await etagOf("8")).not.toBe(first);
-      const renamed = (await patch("7", { name: "Ivy" })).headers.get("etag");
+      const renamed = (await patch("7", { name: "Ivy" })).headers.get("etag") as string;
       expect(renamed).not.toBe(first);
       expect(await etagOf("7")).toBe(renamed);
-      const tagged = (await patch("7", { tag: "" })).headers.get("etag");
+      const tagged = (await patch("7", { tag: "" })).headers.get("etag") as string;
       expect(tagged).not.toBe(renamed);
       expect(await etagOf("7")).toBe(tagged);
     });
