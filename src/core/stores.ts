@@ -33,6 +33,12 @@ export interface PlantPage {
   more: boolean;
 }
 
+/** What an update sets: a field left out stays as it is; `tag: null` removes the tag. */
+export interface PlantChange {
+  name?: string;
+  tag?: string | null;
+}
+
 /** An owner's plants; every call is scoped to one owner. */
 export interface PlantStore {
   /** How many plants one step of a long list reads. */
@@ -52,8 +58,14 @@ export interface PlantStore {
   nthId(ownerId: number, filter: PlantFilter, count: number): Promise<{ id: bigint; more: boolean } | undefined>;
   /** One of the owner's plants, or undefined when they have none with this id. */
   getPlant(ownerId: number, id: bigint): Promise<Plant | undefined>;
-  /** True when the owner had the plant and it is gone now. */
-  deletePlant(ownerId: number, id: bigint): Promise<boolean>;
+  /**
+   * The plant after `change`, or undefined when the owner has none with this id or, given
+   * `expected`, when the stored plant is no longer that one: the check is part of the write
+   * (compare-and-set), so of two writes expecting the same plant only one succeeds.
+   */
+  updatePlant(ownerId: number, id: bigint, change: PlantChange, expected?: Plant): Promise<Plant | undefined>;
+  /** True when the owner had the plant (equal to `expected`, when given) and it is gone now. */
+  deletePlant(ownerId: number, id: bigint, expected?: Plant): Promise<boolean>;
 }
 
 /** A token as `token list` shows it: never its secret or hash. */

@@ -17,6 +17,31 @@ function withoutSchemaIds(document: Document): Document {
   return { ...document, components: { ...document.components, schemas: cleaned } };
 }
 
+type Operation = Record<string, unknown> & { parameters?: unknown[]; requestBody?: { content: object } };
+
+/**
+ * The generator writes path and query parameters over a route's own, and gives a body only
+ * application/json: a route's `detail` adds header parameters as `x-parameters` and names its
+ * body's media types as `x-media-types`, moved into place here.
+ */
+function withRouteExtras(paths: Record<string, Record<string, Operation>>) {
+  for (const operations of Object.values(paths)) {
+    for (const [method, { "x-parameters": extra, "x-media-types": types, ...operation }] of Object.entries(
+      operations,
+    )) {
+      if (Array.isArray(extra)) operation.parameters = [...(operation.parameters ?? []), ...extra];
+      const schema = Object.values(operation.requestBody?.content ?? {})[0];
+      if (Array.isArray(types) && operation.requestBody && schema)
+        operation.requestBody = {
+          ...operation.requestBody,
+          content: Object.fromEntries(types.map((t) => [t, schema])),
+        };
+      operations[method] = operation;
+    }
+  }
+  return paths;
+}
+
 const header = (name: string, description: string, example: string) => ({
   in: "header" as const,
   name,
@@ -108,7 +133,7 @@ async function buildDocument(docs: AnyElysia): Promise<Document> {
     openapi: OPENAPI_VERSION,
     tags: DOCUMENTATION.tags,
     info: DOCUMENTATION.info,
-    paths: { ...paths },
+    paths: withRouteExtras({ ...paths } as Record<string, Record<string, Operation>>),
     components: { ...DOCUMENTATION.components, schemas: { ...components.schemas } },
   });
 }

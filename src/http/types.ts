@@ -124,5 +124,9 @@ export function describeRule(schema: unknown, value?: unknown): string {
     return s.maxLength === undefined ? "must be a string" : `must be a string of ${min} to ${s.maxLength} characters`;
   }
   if (s.type === "object") return "must be a JSON object";
+  // A value or null (a merge patch's removal): the value's rule, null allowed.
+  const anyOf = s.anyOf as unknown[] | undefined;
+  const nonNull = anyOf?.filter((option) => (option as { type?: unknown }).type !== "null");
+  if (anyOf?.length === 2 && nonNull?.length === 1) return `${describeRule(nonNull[0], value)}, or null`;
   return "is invalid";
 }

@@ -13,9 +13,9 @@ export function wireDefaults(corsOrigins: readonly string[]) {
     cors({
       // A function, so the match is exact: the plugin's string matching ignores the scheme.
       origin: (request) => allowed.has(request.headers.get("origin") ?? ""),
-      methods: ["GET", "POST", "DELETE"],
-      allowedHeaders: ["authorization", "content-type"],
-      exposeHeaders: ["link", "retry-after", "www-authenticate", "x-request-id"],
+      methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
+      allowedHeaders: ["authorization", "content-type", "if-match", "if-none-match"],
+      exposeHeaders: ["etag", "link", "retry-after", "www-authenticate", "x-request-id"],
       credentials: false,
       maxAge: 600,
     }),

@@ -13,6 +13,19 @@ export const plantModels = {
       tag: tag(),
     }),
   ),
+  /** PUT's body: the plant as it should be (an `id` sent along is ignored; a tag left out is removed). */
+  PlantReplacement: withOwnMessage(t.Object({ name: name(), tag: tag() })),
+  /** PATCH's body, a JSON merge patch (RFC 7396): keys left out stay as they are; other keys are ignored. */
+  PlantPatch: withOwnMessage(
+    t.Object({
+      name: t.Optional(name()),
+      tag: t.Optional(
+        t.Union([Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" }), t.Null()], {
+          description: "0 to 256 characters, or null to remove the tag",
+        }),
+      ),
+    }),
+  ),
 };
 
 export const listPlantsQuery = t.Object({
@@ -38,3 +51,4 @@ export const plantIdParams = t.Object({
 
 export type Plant = (typeof plantModels.Plant)["static"];
 export type NewPlant = (typeof plantModels.NewPlant)["static"];
+export type PlantPatch = (typeof plantModels.PlantPatch)["static"];

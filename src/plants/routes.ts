@@ -1,16 +1,17 @@
-import { Elysia } from "elysia";
-import { type AuthLimits, bearerAuth } from "../auth/plugin";
+import type { AuthLimits } from "../auth/plugin";
 import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
 import type { PlantStore, TokenStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { errorResponses, modelResponse } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
+import { plantETag } from "./etag";
 import { longList, shortPage } from "./list-answer";
-import { listPlantsQuery, plantIdParams, plantModels } from "./model";
+import { listPlantsQuery } from "./model";
+import { ETAG_HEADER, onePlantRoutes, plantBase } from "./one-plant-routes";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
 const LIST_PARAMETERS_HINT =
@@ -35,16 +36,16 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
   const faultLoggerFor = (request: Request) => (error: unknown) => {
     log("listing plants failed mid-answer", error, request);
   };
-  return new Elysia({ prefix: "/plants" })
-    .use(bearerAuth(tokens, limits, notes))
-    .model({ ...plantModels, ...errorModels })
+  const deps = { plants, tokens, limits, body: bodyLimits, notes, metrics };
+  return onePlantRoutes(plantBase(deps), deps)
     .post(
       "",
-      async ({ body, user }) => {
+      async ({ body, user, set }) => {
         const plant = await plants.createPlant(user.id, body);
         if (!plant)
           throw new HttpError(409, "id: you already have a plant with this id; delete it first to replace it");
         metrics.plantCreated();
+        set.headers.etag = plantETag(body.id, plant);
         return plant;
       },
       {
@@ -55,7 +56,7 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
           operationId: "addPlant",
           tags: ["plants"],
           responses: {
-            200: modelResponse("The plant as stored", "Plant"),
+            200: { ...modelResponse("The plant as stored", "Plant"), headers: ETAG_HEADER },
             ...errorResponses(400, 401, 408, 409, 413, 415, 429, 500, 503, 507),
           },
         },
@@ -102,44 +103,6 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
             },
             ...errorResponses(400, 401, 429, 500, 503),
           },
-        },
-      },
-    )
-    .get(
-      "/:id",
-      async ({ params, user }) => {
-        const plant = await plants.getPlant(user.id, params.id);
-        if (!plant) throw new HttpError(404, "id: you have no plant with this id");
-        return plant;
-      },
-      {
-        params: plantIdParams,
-        detail: {
-          summary: "Get one of your plants",
-          operationId: "getPlant",
-          tags: ["plants"],
-          responses: {
-            200: modelResponse("The plant", "Plant"),
-            ...errorResponses(400, 401, 404, 429, 500, 503),
-          },
-        },
-      },
-    )
-    .delete(
-      "/:id",
-      async ({ params, user, set }) => {
-        if (!(await plants.deletePlant(user.id, params.id)))
-          throw new HttpError(404, "id: you have no plant with this id");
-        metrics.plantDeleted();
-        set.status = 204;
-      },
-      {
-        params: plantIdParams,
-        detail: {
-          summary: "Delete one of your plants",
-          operationId: "deletePlant",
-          tags: ["plants"],
-          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 429, 500, 503, 507) },
         },
       },
     );

@@ -566,6 +566,32 @@ describe.if(onSqlite)("hostile input, in process", () => {
                 what,
               );
               return;
+            } else if (one && (sent === "PUT" || sent === "PATCH")) {
+              const ids = decodedIds.map(idOf).filter((s) => s !== undefined && owned.has(s));
+              check(
+                body !== undefined && answer.status === 200 && ids.length > 0,
+                () => `${answer.status} ${clip(answer.text)} for ${what()}`,
+              );
+              const changed = before.filter((row) => !after.includes(row));
+              check(
+                changed.length === 1 && after.length === before.length,
+                () => `200 but changed ${JSON.stringify(changed)} for ${what()}`,
+              );
+              check((answer.json as { name?: unknown })?.name === `Path ${id}`, () => `wrong answer for ${what()}`);
+              // Put the plant back as it was, so later runs see the same plants.
+              const row = JSON.parse(changed[0] as string) as { id: string; name: string; tag: string; no_tag: number };
+              const name = Buffer.from(row.name, "hex").toString("utf8");
+              const tag = row.no_tag ? undefined : Buffer.from(row.tag, "hex").toString("utf8");
+              const text = JSON.stringify({ name, tag });
+              const headers = authHeaders(world, { "content-type": "application/json" });
+              const again = await send(
+                world,
+                new Request(`http://localhost/plants/${row.id}`, { method: "PUT", headers, body: text }),
+                text,
+              );
+              check(again.status === 200, () => `could not restore ${text}: ${again.status}`);
+              check(JSON.stringify(snapshot(world)) === JSON.stringify(before), () => "restored plant differs");
+              return;
             } else if (one && sent === "DELETE") {
               const ids = decodedIds.map(idOf).filter((s) => s !== undefined && owned.has(s));
               check(

@@ -69,10 +69,10 @@ describe("OpenAPI document at /swagger/json", () => {
     const remove = operation(document, "/plants/{id}", "delete");
     const one = operation(document, "/plants/{id}", "get");
     const statuses = (op: Operation) => Object.keys(op.responses).sort();
-    expect(statuses(one)).toEqual(["200", "400", "401", "404", "429", "500", "503"]);
+    expect(statuses(one)).toEqual(["200", "304", "400", "401", "404", "429", "500", "503"]);
     expect(statuses(create)).toEqual(["200", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
     expect(statuses(list)).toEqual(["200", "400", "401", "429", "500", "503"]);
-    expect(statuses(remove)).toEqual(["204", "400", "401", "404", "429", "500", "503", "507"]);
+    expect(statuses(remove)).toEqual(["204", "400", "401", "404", "412", "429", "500", "503", "507"]);
     expect(remove.responses["204"]?.content).toBeUndefined();
     expect(create.requestBody.content["application/json"]?.schema).toEqual({
       $ref: "#/components/schemas/NewPlant",
@@ -99,6 +99,34 @@ describe("OpenAPI document at /swagger/json", () => {
     ]);
     const ok = list.responses["200"] as { headers?: Record<string, unknown> };
     expect(Object.keys(ok.headers ?? {})).toEqual(["Link"]);
+  });
+
+  test("declares PUT and PATCH, ETag on one-plant answers, If-Match, If-None-Match, 304 and 412", async () => {
+    const { document } = await fetchDocument();
+    const statuses = (op: Operation) => Object.keys(op.responses).sort();
+    const replace = operation(document, "/plants/{id}", "put");
+    const patch = operation(document, "/plants/{id}", "patch");
+    const writeStatuses = ["200", "400", "401", "404", "408", "412", "413", "415", "429", "500", "503", "507"];
+    expect(statuses(replace)).toEqual(writeStatuses);
+    expect(statuses(patch)).toEqual(writeStatuses);
+    expect(replace.requestBody.content).toEqual({
+      "application/json": { schema: { $ref: "#/components/schemas/PlantReplacement" } },
+    });
+    expect(Object.keys(patch.requestBody.content)).toEqual(["application/merge-patch+json", "application/json"]);
+    const header = (op: Operation, name: string) =>
+      op.parameters.find(
+        (p) => (p as { in: string; name: string }).in === "header" && (p as { name: string }).name === name,
+      );
+    for (const op of [replace, patch, operation(document, "/plants/{id}", "delete")])
+      expect(header(op, "If-Match")).toMatchObject({ required: false, schema: { type: "string" } });
+    const one = operation(document, "/plants/{id}", "get");
+    expect(header(one, "If-None-Match")).toMatchObject({ required: false });
+    for (const op of [one, replace, patch, operation(document, "/plants", "post")]) {
+      const ok = op.responses["200"] as { headers?: Record<string, unknown> };
+      expect(Object.keys(ok.headers ?? {})).toEqual(["ETag"]);
+    }
+    expect(Object.keys((one.responses["304"] as { headers?: object }).headers ?? {})).toEqual(["ETag"]);
+    expect(document.components.schemas.PlantPatch?.properties.tag).toBeDefined();
   });
 
   test("documents only the API: the Swagger routes, health, readiness and metrics are hidden", async () => {

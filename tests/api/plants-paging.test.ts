@@ -229,13 +229,13 @@ describe("GET /plants/{id}", () => {
     expect(await (await get("/plants/7", bob)).json()).toEqual({ name: "p7", tag: "bob's" });
   });
 
-  test("a bad id is 400, no token is 401, and the 405 lists GET, DELETE", async () => {
+  test("a bad id is 400, no token is 401, and the 405 lists GET, PUT, PATCH, DELETE", async () => {
     expect(await expectError(await get("/plants/abc"), 400)).toBe(
       "id: must be an integer between -9223372036854775808 and 9223372036854775807",
     );
     await expectError(await t.call("GET", "/plants/1"), 401);
-    const wrong = await t.call("PUT", "/plants/1", { token, json: { name: "x" } });
-    expect(wrong.headers.get("allow")).toBe("GET, DELETE");
+    const wrong = await t.call("POST", "/plants/1", { token, json: { id: 1, name: "x" } });
+    expect(wrong.headers.get("allow")).toBe("GET, PUT, PATCH, DELETE");
     await expectError(wrong, 405);
   });
 });

@@ -57,8 +57,10 @@ describe("safe defaults on the wire", () => {
       });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get("access-control-allow-origin")).toBe(allowed);
-      expect(preflight.headers.get("access-control-allow-methods")).toBe("GET, POST, DELETE");
-      expect(preflight.headers.get("access-control-allow-headers")?.toLowerCase()).toBe("authorization, content-type");
+      expect(preflight.headers.get("access-control-allow-methods")).toBe("GET, POST, PUT, PATCH, DELETE");
+      expect(preflight.headers.get("access-control-allow-headers")?.toLowerCase()).toBe(
+        "authorization, content-type, if-match, if-none-match",
+      );
       expect(preflight.headers.get("access-control-allow-credentials")).toBeNull();
     });
 

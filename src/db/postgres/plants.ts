@@ -84,6 +84,18 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
       return row && toPlant(row);
     },
 
-    deletePlant: (ownerId, id) => removals.add({ ownerId, id }),
+    async updatePlant(ownerId, id, { name, tag }, expected) {
+      const params: unknown[] = [ownerId, id, name !== undefined, name ?? null, tag !== undefined, tag ?? null];
+      if (expected) params.push(expected.name, expected.tag ?? null);
+      const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
+      const [row] = (await client.unsafe(sql, params)) as PlantRow[];
+      return row && toPlant(row);
+    },
+
+    // A conditional delete goes alone: its precondition is part of its own statement.
+    deletePlant: async (ownerId, id, expected) =>
+      expected
+        ? (await client.unsafe(PLANT_SQL.deleteIf, [ownerId, id, expected.name, expected.tag ?? null])).length > 0
+        : removals.add({ ownerId, id }),
   };
 }

@@ -18,6 +18,10 @@ const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
 ).join(", ");
 const PLANT_COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
 
+/** An update's SET: each field is set only when its flag is ($3 for the name, $5 for the tag). */
+const SET_CHANGE =
+  "name = CASE WHEN $3::boolean THEN $4::text ELSE name END, tag = CASE WHEN $5::boolean THEN $6::text ELSE tag END";
+
 /** The owner's plants matching `filter`, by id, as `columns`; binds owner, tag, cursor, row count in that order. */
 export function listSql({ tag, after }: PlantFilter, columns: string): string {
   const where = ["owner_id = $1"];
@@ -51,6 +55,17 @@ export const PLANT_SQL = {
     WHERE plants.owner_id = free.owner_id AND plants.id = free.id
     RETURNING plants.owner_id::text || ':' || plants.id::text AS key`,
   deleteOne: "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1",
+  /** (owner, id, expected name, expected tag): only while the plant is still the one expected. */
+  deleteIf: `DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND name = $3::text
+    AND tag IS NOT DISTINCT FROM $4::text RETURNING 1`,
+  /** (owner, id, set name?, name, set tag?, tag). */
+  update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 RETURNING ${SELECT_PLANT}`,
+  /**
+   * As `update`, then (expected name, expected tag). A write racing on the same row waits for
+   * the other's commit and then checks the row as it is now, so only one of them matches.
+   */
+  updateIf: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2
+    AND name = $7::text AND tag IS NOT DISTINCT FROM $8::text RETURNING ${SELECT_PLANT}`,
 };
 
 /** Times are bound as ISO 8601 text and read back as Dates. */

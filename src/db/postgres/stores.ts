@@ -53,7 +53,11 @@ export function createPostgresStores(
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
   return {
     engine: "postgres",
-    plants: space.watch(withDeadline(createPostgresPlantStore(client), deadline), ["createPlant", "deletePlant"]),
+    plants: space.watch(withDeadline(createPostgresPlantStore(client), deadline), [
+      "createPlant",
+      "updatePlant",
+      "deletePlant",
+    ]),
     tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
     webhooks: space.watch(withDeadline(createPostgresWebhookStore(client, clock), deadline), ["register", "remove"]),
     status: {

@@ -1,6 +1,13 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import type { NewPlant, Plant } from "../../core/plant";
-import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../../core/stores";
+import {
+  LIST_CHUNK_SIZE,
+  type PlantChange,
+  type PlantFilter,
+  type PlantPage,
+  type PlantStore,
+  trimToPage,
+} from "../../core/stores";
 import { listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
 import type { Writer } from "./writer";
 
@@ -18,6 +25,14 @@ function toPlant(row: Row): Plant {
   for (const key in row) if (row[key] === null) row[key] = undefined;
   return row as unknown as Plant;
 }
+
+/** An update's flags and values, as `PLANT_SQL.update` binds them from ?3. */
+const changeParams = ({ name, tag }: PlantChange): SQLQueryBindings[] => [
+  name === undefined ? 0 : 1,
+  name ?? null,
+  tag === undefined ? 0 : 1,
+  tag ?? null,
+];
 
 /** Where a filter's statements sit: with or without a cursor, with or without a tag. */
 const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
@@ -87,8 +102,19 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row ? toPlant(row) : undefined;
     },
 
-    async deletePlant(ownerId: number, id: bigint) {
-      return Boolean(await writes.run({ sql: PLANT_SQL.delete, mode: "get", params: [ownerId, id], exact: true }));
+    async updatePlant(ownerId: number, id: bigint, change: PlantChange, expected?: Plant) {
+      const params: SQLQueryBindings[] = [ownerId, id, ...changeParams(change)];
+      if (expected) params.push(expected.name, expected.tag ?? null);
+      const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
+      const row = await writes.run<Row | null>({ sql, mode: "get", params, exact: true });
+      return row ? toPlant(row) : undefined;
+    },
+
+    async deletePlant(ownerId: number, id: bigint, expected?: Plant) {
+      const write = expected
+        ? { sql: PLANT_SQL.deleteIf, params: [ownerId, id, expected.name, expected.tag ?? null] }
+        : { sql: PLANT_SQL.delete, params: [ownerId, id] };
+      return Boolean(await writes.run({ ...write, mode: "get", exact: true }));
     },
   };
 }

@@ -15,6 +15,9 @@ export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
 const PLANT_COLUMNS = PLANT_FIELDS.map(({ field, column }) => (field === column ? column : `${column} AS "${field}"`));
 const SELECT_PLANT = PLANT_COLUMNS.join(", ");
 
+/** An update's SET: each field is set only when its flag is (?3 for the name, ?5 for the tag). */
+const SET_CHANGE = "name = CASE WHEN ?3 THEN ?4 ELSE name END, tag = CASE WHEN ?5 THEN ?6 ELSE tag END";
+
 /** One list statement per filter shape; it binds the owner, then the tag, the cursor and the row count. */
 export function listSql({ tag, after }: PlantFilter, idsOnly: boolean): string {
   const where = ["owner_id = (?1 + 0)"];
@@ -29,6 +32,13 @@ export const PLANT_SQL = {
     VALUES (?1, ${PLANT_FIELDS.map((_, i) => `?${i + 2}`).join(", ")})
     ON CONFLICT DO NOTHING RETURNING ${SELECT_PLANT}`,
   delete: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 RETURNING id",
+  /** (owner, id, expected name, expected tag): only while the plant is still the one expected. */
+  deleteIf: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 AND name = ?3 AND tag IS ?4 RETURNING id",
+  /** (owner, id, set name?, name, set tag?, tag). */
+  update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 RETURNING ${SELECT_PLANT}`,
+  /** As `update`, then (expected name, expected tag): the precondition is checked in the write itself. */
+  updateIf: `UPDATE plants SET ${SET_CHANGE}
+    WHERE owner_id = ?1 AND id = ?2 AND name = ?7 AND tag IS ?8 RETURNING ${SELECT_PLANT}`,
 };
 
 export const TOKEN_SQL = {

@@ -1,0 +1,178 @@
+import { Elysia } from "elysia";
+import { type AuthLimits, bearerAuth } from "../auth/plugin";
+import type { Plant } from "../core/plant";
+import type { PlantChange, PlantStore, TokenStore } from "../core/stores";
+import { HttpError } from "../http/errors";
+import { type BodyLimits, jsonBody } from "../http/json-body";
+import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
+import type { Metrics } from "../ops/metrics";
+import type { RequestNotes } from "../ops/request-id";
+import { plantETag } from "./etag";
+import { plantIdParams, plantModels } from "./model";
+
+export interface OnePlantDeps {
+  plants: PlantStore;
+  tokens: TokenStore;
+  limits: AuthLimits;
+  body: BodyLimits;
+  notes: RequestNotes;
+  metrics: Pick<Metrics, "plantDeleted">;
+}
+
+/** The authenticated /plants routes start from this: one auth, one set of models. */
+export const plantBase = ({ tokens, limits, notes }: Pick<OnePlantDeps, "tokens" | "limits" | "notes">) =>
+  new Elysia({ prefix: "/plants" }).use(bearerAuth(tokens, limits, notes)).model({ ...plantModels, ...errorModels });
+
+const notFound = () => new HttpError(404, "id: you have no plant with this id");
+
+/** What OpenAPI says of the ETag a one-plant answer carries (the generator's `x-` keys, src/docs/openapi.ts). */
+export const ETAG_HEADER = {
+  ETag: {
+    description: "The plant's strong entity tag: send it in If-Match to change the plant only if nobody else has",
+    schema: { type: "string" as const },
+  },
+};
+const headerParameter = (name: string, description: string) => ({
+  name,
+  in: "header",
+  required: false,
+  description,
+  schema: { type: "string" as const },
+});
+const IF_MATCH = headerParameter(
+  "If-Match",
+  'Change the plant only if its ETag is one of these (strong comparison), or `*` for any: else 412 and nothing changes. Example: `"…"` as read from ETag',
+);
+const plantAnswer = (description: string) => ({ ...modelResponse(description, "Plant"), headers: ETAG_HEADER });
+
+/**
+ * The plant a write must find stored: none to check (no If-Match, or `*`), or the stored one
+ * when its ETag is listed. The write then checks it again in its own statement, so two writes
+ * racing with the same If-Match cannot both pass.
+ */
+async function expectedPlant(plants: PlantStore, ownerId: number, id: bigint, request: Request) {
+  const header = request.headers.get("if-match");
+  if (header === null || isAnyTag(header)) return undefined;
+  const current = await plants.getPlant(ownerId, id);
+  if (!current) throw notFound();
+  if (!ifMatchHolds(header, plantETag(id, current))) throw preconditionFailed();
+  return current;
+}
+
+/** A write that found nothing to change: the plant is gone (404), or it changed since it was read (412). */
+async function missed(plants: PlantStore, ownerId: number, id: bigint, expected: Plant | undefined): Promise<never> {
+  if (expected && (await plants.getPlant(ownerId, id))) throw preconditionFailed();
+  throw notFound();
+}
+
+/** GET, PUT, PATCH and DELETE on /plants/{id}, added to `app` (see plantBase). */
+export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body: bodyLimits, metrics }: OnePlantDeps) {
+  const update = async (
+    ownerId: number,
+    id: bigint,
+    change: PlantChange,
+    request: Request,
+    set: { headers: Record<string, unknown> },
+  ) => {
+    const expected = await expectedPlant(plants, ownerId, id, request);
+    const plant =
+      (await plants.updatePlant(ownerId, id, change, expected)) ?? (await missed(plants, ownerId, id, expected));
+    set.headers.etag = plantETag(id, plant);
+    return plant;
+  };
+  const updateErrors = errorResponses(400, 401, 404, 408, 412, 413, 415, 429, 500, 503, 507);
+  return app
+    .get(
+      "/:id",
+      async ({ params, user, request, set }) => {
+        const plant = await plants.getPlant(user.id, params.id);
+        if (!plant) throw notFound();
+        const etag = plantETag(params.id, plant);
+        set.headers.etag = etag;
+        const ifNoneMatch = request.headers.get("if-none-match");
+        // Typed as the Plant it stands for (as the long list is): a 304 comes only to a client that asked.
+        if (ifNoneMatch !== null && ifNoneMatchMatches(ifNoneMatch, etag))
+          return new Response(null, { status: 304 }) as unknown as Plant;
+        return plant;
+      },
+      {
+        params: plantIdParams,
+        detail: {
+          summary: "Get one of your plants",
+          operationId: "getPlant",
+          tags: ["plants"],
+          "x-parameters": [
+            headerParameter("If-None-Match", "The ETag(s) you hold: when one is the plant's, 304 without a body"),
+          ],
+          responses: {
+            200: plantAnswer("The plant"),
+            304: { description: "The plant has not changed from the ETag you sent", headers: ETAG_HEADER },
+            ...errorResponses(400, 401, 404, 429, 500, 503),
+          },
+        },
+      },
+    )
+    .put(
+      "/:id",
+      ({ params, user, body, request, set }) =>
+        update(user.id, params.id, { name: body.name, tag: body.tag ?? null }, request, set),
+      {
+        ...jsonBody(bodyLimits),
+        params: plantIdParams,
+        body: "PlantReplacement",
+        detail: {
+          summary: "Replace one of your plants",
+          description: "The plant becomes the body: a tag left out is removed; an `id` in the body is ignored.",
+          operationId: "replacePlant",
+          tags: ["plants"],
+          "x-parameters": [IF_MATCH],
+          responses: { 200: plantAnswer("The plant as stored now"), ...updateErrors },
+        },
+      },
+    )
+    .patch(
+      "/:id",
+      ({ params, user, body, request, set }) =>
+        update(user.id, params.id, { name: body.name, tag: body.tag }, request, set),
+      {
+        ...jsonBody(bodyLimits),
+        params: plantIdParams,
+        body: "PlantPatch",
+        detail: {
+          summary: "Change some fields of one of your plants",
+          description:
+            'A JSON merge patch (RFC 7396): `name` sets the name, `tag` sets the tag and `"tag": null` removes it; ' +
+            "keys left out stay as they are, other keys are ignored, `{}` changes nothing.",
+          operationId: "updatePlant",
+          tags: ["plants"],
+          "x-parameters": [IF_MATCH],
+          "x-media-types": ["application/merge-patch+json", "application/json"],
+          responses: { 200: plantAnswer("The plant as stored now"), ...updateErrors },
+        },
+      },
+    )
+    .delete(
+      "/:id",
+      async ({ params, user, request, set }) => {
+        const expected = await expectedPlant(plants, user.id, params.id, request);
+        if (!(await plants.deletePlant(user.id, params.id, expected)))
+          await missed(plants, user.id, params.id, expected);
+        metrics.plantDeleted();
+        set.status = 204;
+      },
+      {
+        params: plantIdParams,
+        detail: {
+          summary: "Delete one of your plants",
+          operationId: "deletePlant",
+          tags: ["plants"],
+          "x-parameters": [IF_MATCH],
+          responses: {
+            204: { description: "Deleted" },
+            ...errorResponses(400, 401, 404, 412, 429, 500, 503, 507),
+          },
+        },
+      },
+    );
+}
