@@ -29,6 +29,8 @@ export interface PlantFilter {
 /** One step of a list: its plants, the exact id of the last one, and whether more match past it. */
 export interface PlantPage {
   plants: Plant[];
+  /** The plants' ids, in the same order: only when the list asked for them. */
+  ids?: bigint[];
   lastId: bigint | undefined;
   more: boolean;
 }
@@ -48,9 +50,9 @@ export interface PlantStore {
   /**
    * Up to `count` (at most `listChunkSize`) of the owner's plants that match, by id, and
    * whether more match past them; `upTo` drops plants past that id. One statement: nothing
-   * stays open between the steps of a long list.
+   * stays open between the steps of a long list. `withIds` adds the plants' ids (`fields=id`).
    */
-  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): Promise<PlantPage>;
+  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint, withIds?: boolean): Promise<PlantPage>;
   /**
    * The id of the `count`-th matching plant and whether more match past it; undefined when
    * fewer than `count` match. Walks the index in steps, letting other requests run between them.

@@ -1,8 +1,6 @@
 import type { Plant } from "../core/plant";
 import type { PlantFilter, PlantPage, PlantStore } from "../core/stores";
-
-/** The list route's content type, as Elysia writes it for an array. */
-const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+import { type Fields, JSON_CONTENT_TYPE, needsIds, pageJson } from "./fields";
 
 const encoder = new TextEncoder();
 const OPEN = 0x5b; // [
@@ -10,20 +8,25 @@ const COMMA = 0x2c;
 
 /**
  * The `next` link of a page: relative, built from the query alone (never from the Host
- * header), the tag percent-encoded.
+ * header), the tag percent-encoded, `fields` kept.
  */
-export function nextLink(limit: number, lastId: bigint, tag: string | undefined): string {
+export function nextLink(limit: number, lastId: bigint, tag: string | undefined, fields?: Fields): string {
   const tagPart = tag === undefined ? "" : `&tag=${encodeURIComponent(tag)}`;
-  return `</plants?limit=${limit}&after=${lastId}${tagPart}>; rel="next"`;
+  const fieldsPart = fields === undefined ? "" : `&fields=${fields.join(",")}`;
+  return `</plants?limit=${limit}&after=${lastId}${tagPart}${fieldsPart}>; rel="next"`;
 }
+
+/** A chunk's plants as a JSON array: as they are, or with only the `fields` asked for. */
+const chunkJson = (chunk: PlantPage, fields: Fields | undefined) =>
+  fields === undefined ? JSON.stringify(chunk.plants) : pageJson(fields, chunk);
 
 /**
  * One chunk of the answer's array: its plants' JSON array, turned in place into what follows
  * the answer so far: `[a,b` first, `,c,d` after, and the closing bracket only at the end.
  */
-function piece(plants: Plant[], started: boolean, last: boolean): Uint8Array {
-  if (plants.length === 0) return encoder.encode(started ? "]" : "[]");
-  const bytes = encoder.encode(JSON.stringify(plants));
+function piece(chunk: PlantPage, fields: Fields | undefined, started: boolean, last: boolean): Uint8Array {
+  if (chunk.plants.length === 0) return encoder.encode(started ? "]" : "[]");
+  const bytes = encoder.encode(chunkJson(chunk, fields));
   bytes[0] = started ? COMMA : OPEN;
   return last ? bytes : bytes.subarray(0, -1);
 }
@@ -44,16 +47,24 @@ export interface ListRequest {
   limit: number | undefined;
   /** Where a fault goes once the answer has begun and can no longer become an Error body. */
   onFault: (error: unknown) => void;
+  /** Only these fields of each plant (`fields`); each plant as it is when undefined. */
+  fields?: Fields;
 }
 
-/** A page of at most one chunk (the hot path): the plants, and the `next` link when more match past them. */
+/**
+ * A page of at most one chunk (the hot path): the plants, and the `next` link when more match
+ * past them; with `fields`, the whole answer (its JSON written here).
+ */
 export async function shortPage(
   plants: PlantStore,
-  { ownerId, filter, limit }: ListRequest & { limit: number },
-): Promise<{ plants: Plant[]; link?: string }> {
-  const page = await plants.listPage(ownerId, filter, limit);
-  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag) : undefined;
-  return { plants: page.plants, link };
+  { ownerId, filter, limit, fields }: ListRequest & { limit: number },
+): Promise<{ plants: Plant[]; link?: string } | Response> {
+  const page = await plants.listPage(ownerId, filter, limit, undefined, needsIds(fields));
+  const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag, fields) : undefined;
+  if (fields === undefined) return { plants: page.plants, link };
+  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
+  if (link) headers.link = link;
+  return new Response(pageJson(fields, page), { headers });
 }
 
 /**
@@ -72,14 +83,15 @@ export async function shortPage(
  * cancels the stream, and no further step is read.
  */
 export async function longList(plants: PlantStore, request: ListRequest): Promise<Plant[] | Response> {
-  const { ownerId, filter, limit } = request;
+  const { ownerId, filter, limit, fields } = request;
   const end = limit === undefined ? undefined : await plants.nthId(ownerId, filter, limit);
-  const link = end?.more && limit !== undefined ? nextLink(limit, end.id, filter.tag) : undefined;
+  const link = end?.more && limit !== undefined ? nextLink(limit, end.id, filter.tag, fields) : undefined;
   const first = await plants.listPage(
     ownerId,
     filter,
     Math.min(plants.listChunkSize, limit ?? Number.POSITIVE_INFINITY),
     end?.id,
+    needsIds(fields),
   );
   return answer(plants, request, end?.id, link, first);
 }
@@ -87,7 +99,7 @@ export async function longList(plants: PlantStore, request: ListRequest): Promis
 /** The answer once its first chunk is read: the array itself, or a stream that reads the rest. */
 function answer(
   plants: PlantStore,
-  { ownerId, filter, limit, onFault }: ListRequest,
+  { ownerId, filter, limit, onFault, fields }: ListRequest,
   upTo: bigint | undefined,
   link: string | undefined,
   first: PlantPage,
@@ -98,7 +110,8 @@ function answer(
   const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
   if (link) headers.link = link;
   if (!chunk.more || chunk.plants.length === remaining) {
-    return link || upTo !== undefined ? new Response(JSON.stringify(chunk.plants), { headers }) : chunk.plants;
+    if (fields === undefined && !link && upTo === undefined) return chunk.plants;
+    return new Response(chunkJson(chunk, fields), { headers });
   }
 
   let started = false;
@@ -107,11 +120,11 @@ function answer(
       try {
         if (started) {
           const asked = Math.min(chunkSize, remaining);
-          chunk = await plants.listPage(ownerId, { ...filter, after: chunk.lastId }, asked, upTo);
+          chunk = await plants.listPage(ownerId, { ...filter, after: chunk.lastId }, asked, upTo, needsIds(fields));
         }
         remaining -= chunk.plants.length;
         const last = !chunk.more || remaining === 0;
-        controller.enqueue(piece(chunk.plants, started, last));
+        controller.enqueue(piece(chunk, fields, started, last));
         started = true;
         if (!last) return nextTurn();
         controller.close();

@@ -28,6 +28,14 @@ export const plantModels = {
   ),
 };
 
+/** What `fields` means, for OpenAPI (GET /plants declares it in its query, GET /plants/{id} as a parameter). */
+export const FIELDS_DOC = {
+  description:
+    "Only these fields of each plant, comma-separated, each once, written in the order id, name, tag " +
+    "(`id` an exact JSON integer; `tag` still left out when the plant has none). Without it: `name` and `tag`.",
+  examples: ["id,name"],
+};
+
 export const listPlantsQuery = t.Object({
   limit: t.Optional(
     Int32Query({
@@ -43,6 +51,7 @@ export const listPlantsQuery = t.Object({
   tag: t.Optional(
     Text({ minLength: 0, maxLength: 256, description: "Only plants whose tag is exactly this (case-sensitive)" }),
   ),
+  fields: t.Optional(t.String({ ...FIELDS_DOC })),
 });
 
 export const plantIdParams = t.Object({

@@ -9,7 +9,8 @@ import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
-import { plantIdParams, plantModels } from "./model";
+import { fieldsOf, JSON_CONTENT_TYPE, plantJson } from "./fields";
+import { FIELDS_DOC, plantIdParams, plantModels } from "./model";
 
 export interface OnePlantDeps {
   plants: PlantStore;
@@ -86,6 +87,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
     .get(
       "/:id",
       async ({ params, user, request, set }) => {
+        const fields = fieldsOf(request.url);
         const plant = await plants.getPlant(user.id, params.id);
         if (!plant) throw notFound();
         const etag = plantETag(params.id, plant);
@@ -94,7 +96,9 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         // Typed as the Plant it stands for (as the long list is): a 304 comes only to a client that asked.
         if (ifNoneMatch !== null && ifNoneMatchMatches(ifNoneMatch, etag))
           return new Response(null, { status: 304 }) as unknown as Plant;
-        return plant;
+        if (fields === undefined) return plant;
+        const json = plantJson(fields, params.id, plant);
+        return new Response(json, { headers: { "content-type": JSON_CONTENT_TYPE } }) as unknown as Plant;
       },
       {
         params: plantIdParams,
@@ -103,6 +107,13 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
           operationId: "getPlant",
           tags: ["plants"],
           "x-parameters": [
+            {
+              name: "fields",
+              in: "query",
+              required: false,
+              example: "id,name",
+              schema: { type: "string", ...FIELDS_DOC },
+            },
             headerParameter("If-None-Match", "The ETag(s) you hold: when one is the plant's, 304 without a body"),
           ],
           responses: {

@@ -9,13 +9,14 @@ import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
+import { parseFields } from "./fields";
 import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery } from "./model";
 import { ETAG_HEADER, onePlantRoutes, plantBase } from "./one-plant-routes";
 
-const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag"]);
+const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag", "fields"]);
 const LIST_PARAMETERS_HINT =
-  "this operation takes limit, after and tag. To page, give limit and follow the Link header, or pass after=<the last id you have>";
+  "this operation takes limit, after, tag and fields. To page, give limit and follow the Link header, or pass after=<the last id you have>";
 
 export interface PlantRoutesDeps {
   plants: PlantStore;
@@ -71,12 +72,14 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
           filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
           limit: query.limit === undefined ? undefined : Number(query.limit),
           onFault: faultLoggerFor(request),
+          fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
         // A limit within one chunk is one statement; anything longer may be streamed (list-answer.ts).
         // A long list may be a streamed Response of the same array.
         if (list.limit === undefined || list.limit > plants.listChunkSize)
           return (await longList(plants, list)) as Plant[];
         const page = await shortPage(plants, { ...list, limit: list.limit });
+        if (page instanceof Response) return page as unknown as Plant[];
         if (page.link) set.headers.link = page.link;
         return page.plants;
       },
@@ -86,7 +89,7 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
           summary: "List your plants",
           description:
             "Your plants ordered by id ascending, at most `limit` of them, optionally only those after an id and " +
-            "with a tag. When `limit` is given and more plants match past the last one returned, the `Link` header " +
+            "with a tag; `fields` chooses what each plant carries (e.g. `fields=id,name` to learn the ids). When `limit` is given and more plants match past the last one returned, the `Link` header " +
             'names the next page (`rel="next"`); follow it until there is none.',
           operationId: "listPlants",
           tags: ["plants"],
@@ -96,7 +99,7 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
               headers: {
                 Link: {
                   description:
-                    'The next page, when `limit` was given and more plants match: `</plants?limit=20&after=42>; rel="next"` (relative; `tag` kept, percent-encoded)',
+                    'The next page, when `limit` was given and more plants match: `</plants?limit=20&after=42>; rel="next"` (relative; `tag` kept, percent-encoded, and `fields`)',
                   schema: { type: "string" },
                 },
               },

@@ -96,7 +96,17 @@ describe("OpenAPI document at /swagger/json", () => {
         required: false,
         schema: expect.objectContaining({ type: "string", minLength: 0, maxLength: 256 }),
       }),
+      expect.objectContaining({
+        name: "fields",
+        in: "query",
+        required: false,
+        schema: expect.objectContaining({ type: "string", examples: ["id,name"] }),
+      }),
     ]);
+    const fieldsOfOne = operation(document, "/plants/{id}", "get").parameters.find(
+      (p) => (p as { name: string }).name === "fields",
+    );
+    expect(fieldsOfOne).toMatchObject({ in: "query", required: false, example: "id,name", schema: { type: "string" } });
     const ok = list.responses["200"] as { headers?: Record<string, unknown> };
     expect(Object.keys(ok.headers ?? {})).toEqual(["Link"]);
   });

@@ -58,10 +58,11 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
       return row && toPlant(row);
     },
 
-    async listPage(ownerId, filter, count, upTo): Promise<PlantPage> {
+    async listPage(ownerId, filter, count, upTo, withIds): Promise<PlantPage> {
       const listed = await list(pageTexts, ownerId, filter, count + 1);
       const { more, lastId } = trimToPage(listed, count, upTo, (row) => BigInt(row.id));
-      return { plants: listed.map(toPlant), lastId, more };
+      if (!withIds) return { plants: listed.map(toPlant), lastId, more };
+      return { plants: listed.map(toPlant), ids: listed.map((row) => BigInt(row.id)), lastId, more };
     },
 
     async nthId(ownerId, filter, count) {

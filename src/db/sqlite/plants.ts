@@ -74,10 +74,18 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row ? toPlant(row) : undefined;
     },
 
-    async listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint): Promise<PlantPage> {
+    async listPage(
+      ownerId: number,
+      filter: PlantFilter,
+      count: number,
+      upTo?: bigint,
+      withIds?: boolean,
+    ): Promise<PlantPage> {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
       const { more, lastId } = trimToPage(rows, count, upTo, (row) => row.id as bigint);
-      return { plants: rows.map(toPlant), lastId, more };
+      if (!withIds) return { plants: rows.map(toPlant), lastId, more };
+      const ids = rows.map((row) => row.id as bigint); // before toPlant drops them
+      return { plants: rows.map(toPlant), ids, lastId, more };
     },
 
     /** Walks ids in steps from the index, with a turn of the event loop between steps. */

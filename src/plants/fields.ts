@@ -1,0 +1,58 @@
+import type { Plant } from "../core/plant";
+import type { PlantPage } from "../core/stores";
+import { HttpError } from "../http/errors";
+
+/** The fields a plant can carry, in the order an answer writes them. */
+const FIELD_ORDER = ["id", "name", "tag"] as const;
+export type Fields = ReadonlyArray<(typeof FIELD_ORDER)[number]>;
+
+/** The content type of a JSON answer, as Elysia writes it for the plants it serializes itself. */
+export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+
+const HINT = "give a comma-separated subset of id,name,tag, each once, e.g. fields=id,name";
+
+/** `fields` as given: the names asked for, in the answer's order; 400 naming an unknown or repeated one. */
+export function parseFields(value: string): Fields {
+  if (value === "") throw new HttpError(400, `fields: empty; ${HINT}`);
+  const asked = new Set<string>();
+  for (const name of value.split(",")) {
+    if (!(FIELD_ORDER as readonly string[]).includes(name)) {
+      // The name is the client's: it is named only when it is short and plain.
+      const shown = name === "" ? "an empty name" : /^[A-Za-z0-9_.-]{1,32}$/.test(name) ? name : "a name";
+      throw new HttpError(400, `fields: ${shown} is not a field of a plant; ${HINT}`);
+    }
+    if (asked.has(name)) throw new HttpError(400, `fields: ${name} is given more than once; ${HINT}`);
+    asked.add(name);
+  }
+  return FIELD_ORDER.filter((field) => asked.has(field));
+}
+
+/** `fields` of a one-plant request, read from its URL (no query schema, so a plain GET pays nothing). */
+export function fieldsOf(url: string): Fields | undefined {
+  if (!url.includes("?")) return undefined;
+  const given = new URL(url).searchParams.getAll("fields");
+  if (given.length > 1) throw new HttpError(400, "fields: given more than once; give it once");
+  return given.length === 0 ? undefined : parseFields(given[0] as string);
+}
+
+/**
+ * One plant's JSON with only `fields`. The id is written from the bigint's digits, never
+ * through a JS number, so it is exact over the whole int64 range; a plant without a tag has none.
+ */
+export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant): string {
+  let json = "";
+  for (const field of fields) {
+    if (field === "id") json += `,"id":${id}`;
+    else if (field === "name") json += `,"name":${JSON.stringify(plant.name)}`;
+    else if (plant.tag !== undefined) json += `,"tag":${JSON.stringify(plant.tag)}`;
+  }
+  return `{${json.slice(1)}}`;
+}
+
+/** A page's plants as a JSON array with only `fields` (the page read with its ids when `id` is one). */
+export function pageJson(fields: Fields, page: PlantPage): string {
+  return `[${page.plants.map((plant, i) => plantJson(fields, page.ids?.[i], plant)).join(",")}]`;
+}
+
+/** Whether the store must read the plants' ids for these fields. */
+export const needsIds = (fields: Fields | undefined) => fields?.includes("id") === true;
