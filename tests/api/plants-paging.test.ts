@@ -197,7 +197,7 @@ describe("bad paging parameters", () => {
     async (name) => {
       const message = await expectError(await get(`/plants?${name}=20`), 400);
       expect(message).toBe(
-        `${name}: unknown query parameter; this operation takes limit, after and tag. To page, give limit and follow the Link header, or pass after=<the last id you have>`,
+        `${name}: unknown query parameter; this operation takes limit, after, tag and fields. To page, give limit and follow the Link header, or pass after=<the last id you have>`,
       );
     },
   );
