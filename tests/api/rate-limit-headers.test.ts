@@ -59,7 +59,8 @@ describe("RateLimit headers", () => {
       answers.push([status, await t.call(method, path, { token, ...init })]);
     await send(200, "POST", "/plants", { json: { id: 1, name: "Fern" } });
     await send(409, "POST", "/plants", { json: { id: 1, name: "Fern" } });
-    const etag = (answers[0]?.[1] as Response).headers.get("etag") as string;
+    const [, created] = answers[0] as [number, Response];
+    const etag = created.headers.get("etag") as string;
     await send(304, "GET", "/plants/1", { headers: { "if-none-match": etag } });
     await send(412, "DELETE", "/plants/1", { headers: { "if-match": '"stale"' } });
     await send(400, "GET", "/plants?limit=abc");
