@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { clientAddress, type TrustedProxies } from "../core/client-address";
-import type { RateLimiter } from "../core/rate-limit";
+import type { RateAnswer, RateLimiter } from "../core/rate-limit";
 import type { RequestLimiter, TokenStore } from "../core/stores";
 import type { AuthenticatedUser } from "../core/tokens";
 import { HttpError } from "../http/errors";
@@ -43,6 +43,17 @@ function tooMany(retryAfter: number, message: string): HttpError {
 }
 
 /**
+ * The token's budget as draft-ietf-httpapi-ratelimit-headers puts it: on every answer to an
+ * authenticated request (errors included), so a client can pace itself before a 429.
+ */
+export function rateLimitHeaders({ limit, remaining, resetSeconds }: RateAnswer): Record<string, string> {
+  return {
+    "ratelimit-policy": `"per-token";q=${limit};w=60`,
+    ratelimit: `"per-token";r=${remaining};t=${resetSeconds}`,
+  };
+}
+
+/**
  * The user behind the request's bearer token, decided from the headers alone. Only failures
  * are counted against the client's address, and only failures are refused for it: a spent
  * address slows down guessing, never a caller with a valid token (behind a proxy many clients
@@ -54,18 +65,21 @@ async function authenticateRequest(
   limits: AuthLimits,
   request: Request,
   note: RequestNote | undefined,
+  headers: Record<string, unknown>,
 ): Promise<AuthenticatedUser> {
   const token = bearerToken(request.headers.get("authorization"));
   const user = token === undefined ? undefined : await tokens.authenticate(token);
   if (!user) {
     const client = clientAddress(note?.peer(), request.headers.get("x-forwarded-for"), limits.trustedProxies);
     if (note) note.client = client;
-    const blockedFor = limits.failuresPerClient.take(client ?? "unknown");
-    if (blockedFor !== undefined) throw tooMany(blockedFor, "Too many failed authentications from your address");
+    const failures = limits.failuresPerClient.take(client ?? "unknown");
+    if (failures?.refused) throw tooMany(failures.resetSeconds, "Too many failed authentications from your address");
     throw unauthorized(token !== undefined);
   }
-  const retryAfter = await limits.perToken.take(user.tokenId);
-  if (retryAfter !== undefined) throw tooMany(retryAfter, "Too many requests with this token");
+  const budget = await limits.perToken.take(user.tokenId);
+  // Into the response's own headers, which Elysia puts on error answers too.
+  if (budget) Object.assign(headers, rateLimitHeaders(budget));
+  if (budget?.refused) throw tooMany(budget.resetSeconds, "Too many requests with this token");
   if (note) note.userId = user.id;
   return user;
 }
@@ -76,9 +90,9 @@ async function authenticateRequest(
  * token gets 401 at once, without its body being read, and never feedback on it.
  */
 export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
-  return new Elysia().derive({ as: "scoped" }, async ({ request }) => {
+  return new Elysia().derive({ as: "scoped" }, async ({ request, set }) => {
     // The note exists only when the request is observed (the access log names user or client).
-    const user = await authenticateRequest(tokens, limits, request, notes.get(request));
+    const user = await authenticateRequest(tokens, limits, request, notes.get(request), set.headers);
     return { user };
   });
 }

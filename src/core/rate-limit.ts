@@ -1,5 +1,23 @@
 import type { Clock } from "./tokens";
 
+/** What a limit says of one event: whether it was refused, and the budget it leaves. */
+export interface RateAnswer {
+  refused: boolean;
+  /** Events a minute (the policy's quota). */
+  limit: number;
+  /** Whole events left now. */
+  remaining: number;
+  /** Whole seconds until an event is allowed again: 0 while `remaining` > 0. */
+  resetSeconds: number;
+}
+
+/** The answer for a bucket holding `level` tokens (after this event's), refilling `refillPerMs`. */
+export function rateAnswer(refused: boolean, limit: number, level: number, refillPerMs: number): RateAnswer {
+  const remaining = Math.max(0, Math.floor(level));
+  const resetSeconds = remaining > 0 ? 0 : Math.max(1, Math.ceil((1 - level) / refillPerMs / 1000));
+  return { refused, limit, remaining, resetSeconds };
+}
+
 interface Bucket {
   tokens: number;
   updatedAt: number;
@@ -25,29 +43,22 @@ export function createRateLimiter(perMinute: number, clock: Clock) {
     return bucket;
   }
 
-  const secondsUntilOne = (bucket: Bucket) => Math.max(1, Math.ceil((1 - bucket.tokens) / refillPerMs / 1000));
-
   function sweep() {
     for (const key of buckets.keys()) if (refilled(key).tokens >= perMinute) buckets.delete(key);
   }
 
   return {
-    /**
-     * Counts one event. Returns undefined when it may go ahead, else the whole seconds after
-     * which it may be retried.
-     */
-    take(key: number | string): number | undefined {
+    /** Counts one event unless refused; undefined when there is no limit. */
+    take(key: number | string): RateAnswer | undefined {
       if (perMinute === 0) return undefined;
       const bucket = refilled(key);
       if (!buckets.has(key)) {
         if (buckets.size >= SWEEP_ABOVE_KEYS) sweep();
         buckets.set(key, bucket);
       }
-      if (bucket.tokens >= 1) {
-        bucket.tokens -= 1;
-        return undefined;
-      }
-      return secondsUntilOne(bucket);
+      const refused = bucket.tokens < 1;
+      if (!refused) bucket.tokens -= 1;
+      return rateAnswer(refused, perMinute, bucket.tokens, refillPerMs);
     },
   };
 }

@@ -6,6 +6,7 @@
 
 import type { StoreFailureKind } from "./failures";
 import type { NewPlant, Plant } from "./plant";
+import type { RateAnswer } from "./rate-limit";
 import type { WebhookStore } from "./webhooks";
 
 export type * from "./webhooks";
@@ -94,9 +95,10 @@ export interface TokenStore {
   revoke(tokenId: number): Promise<RevokeOutcome>;
 }
 
-/** Counts requests per key; undefined to go ahead, else the whole seconds to wait. */
+/** Counts requests per key (a token bucket: src/core/rate-limit.ts). */
 export interface RequestLimiter {
-  take(key: number): Promise<number | undefined>;
+  /** Counts a request for `key` unless refused; undefined when there is no limit. */
+  take(key: number): Promise<RateAnswer | undefined>;
 }
 
 /** What readiness and metrics ask of the store. */

@@ -1,5 +1,6 @@
 import { type AnyElysia, Elysia } from "elysia";
 import { HttpError } from "../http/errors";
+import { RATE_LIMIT_HEADERS } from "../http/models";
 import { ASSETS_PATH, assets, DOCUMENT_PATH, swaggerPage } from "./swagger-page";
 
 type Schemas = Record<string, Record<string, unknown>>;
@@ -17,7 +18,12 @@ function withoutSchemaIds(document: Document): Document {
   return { ...document, components: { ...document.components, schemas: cleaned } };
 }
 
-type Operation = Record<string, unknown> & { parameters?: unknown[]; requestBody?: { content: object } };
+type Operation = Record<string, unknown> & {
+  parameters?: unknown[];
+  requestBody?: { content: object };
+  security?: unknown[];
+  responses?: Record<string, { headers?: object }>;
+};
 
 /**
  * The generator writes path and query parameters over a route's own, and gives a body only
@@ -38,6 +44,27 @@ function withRouteExtras(paths: Record<string, Record<string, Operation>>) {
         };
       operations[method] = operation;
     }
+  }
+  return paths;
+}
+
+const RETRY_AFTER = { description: "Whole seconds to wait before retrying", schema: { type: "integer" as const } };
+
+/**
+ * The token's budget is on every answer once the token is known, so every response of an
+ * authenticated operation declares it, but a 401; a 429 also says when to retry.
+ */
+function withRateLimitHeaders(paths: Record<string, Record<string, Operation>>) {
+  for (const operation of Object.values(paths).flatMap((operations) => Object.values(operations))) {
+    if (operation.security?.length === 0) continue;
+    // New objects: the routes' own (some shared between operations) stay as they are.
+    operation.responses = Object.fromEntries(
+      Object.entries(operation.responses ?? {}).map(([status, response]) => {
+        if (status === "401") return [status, response];
+        const extra = status === "429" ? { ...RATE_LIMIT_HEADERS, "Retry-After": RETRY_AFTER } : RATE_LIMIT_HEADERS;
+        return [status, { ...response, headers: { ...response.headers, ...extra } }];
+      }),
+    );
   }
   return paths;
 }
@@ -133,7 +160,7 @@ async function buildDocument(docs: AnyElysia): Promise<Document> {
     openapi: OPENAPI_VERSION,
     tags: DOCUMENTATION.tags,
     info: DOCUMENTATION.info,
-    paths: withRouteExtras({ ...paths } as Record<string, Record<string, Operation>>),
+    paths: withRateLimitHeaders(withRouteExtras({ ...paths } as Record<string, Record<string, Operation>>)),
     components: { ...DOCUMENTATION.components, schemas: { ...components.schemas } },
   });
 }

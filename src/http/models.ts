@@ -46,3 +46,20 @@ export function modelResponse(description: string, model: string, options: { arr
   const ref = { $ref: `#/components/schemas/${model}` };
   return { description, content: json(options.array ? { type: "array", items: ref } : ref) };
 }
+
+/** What every answer to an authenticated request says of the token's budget (unless the limit is off). */
+export const RATE_LIMIT_HEADERS = {
+  "RateLimit-Policy": {
+    description:
+      'The per-token limit (draft-ietf-httpapi-ratelimit-headers): `"per-token";q=<requests>;w=60`. Absent when RATE_LIMIT_PER_MINUTE is 0',
+    schema: { type: "string" as const },
+    example: '"per-token";q=600;w=60',
+  },
+  RateLimit: {
+    description:
+      "What is left of it: `r` requests, `t` seconds until one is allowed again (0 while some remain). " +
+      "Across instances on PostgreSQL, `r` is this instance's estimate",
+    schema: { type: "string" as const },
+    example: '"per-token";r=599;t=0',
+  },
+};

@@ -19,6 +19,8 @@ interface Operation {
   parameters: unknown[];
 }
 
+const RATE_LIMIT = ["RateLimit-Policy", "RateLimit"];
+
 async function fetchDocument() {
   const t = await makeTestApp();
   const response = await t.call("GET", "/swagger/json");
@@ -108,7 +110,7 @@ describe("OpenAPI document at /swagger/json", () => {
     );
     expect(fieldsOfOne).toMatchObject({ in: "query", required: false, example: "id,name", schema: { type: "string" } });
     const ok = list.responses["200"] as { headers?: Record<string, unknown> };
-    expect(Object.keys(ok.headers ?? {})).toEqual(["Link"]);
+    expect(Object.keys(ok.headers ?? {})).toEqual(["Link", ...RATE_LIMIT]);
   });
 
   test("declares PUT and PATCH, ETag on one-plant answers, If-Match, If-None-Match, 304 and 412", async () => {
@@ -133,10 +135,28 @@ describe("OpenAPI document at /swagger/json", () => {
     expect(header(one, "If-None-Match")).toMatchObject({ required: false });
     for (const op of [one, replace, patch, operation(document, "/plants", "post")]) {
       const ok = op.responses["200"] as { headers?: Record<string, unknown> };
-      expect(Object.keys(ok.headers ?? {})).toEqual(["ETag"]);
+      expect(Object.keys(ok.headers ?? {})).toEqual(["ETag", ...RATE_LIMIT]);
     }
-    expect(Object.keys((one.responses["304"] as { headers?: object }).headers ?? {})).toEqual(["ETag"]);
+    expect(Object.keys((one.responses["304"] as { headers?: object }).headers ?? {})).toEqual(["ETag", ...RATE_LIMIT]);
     expect(document.components.schemas.PlantPatch?.properties.tag).toBeDefined();
+  });
+
+  test("every authenticated answer but the 401 declares RateLimit-Policy and RateLimit; the 429 also Retry-After", async () => {
+    const { document } = await fetchDocument();
+    const declared = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations).flatMap(([method, op]) =>
+        Object.entries(op.responses).map(([status, response]): [string, boolean, boolean] => {
+          const names = Object.keys((response as { headers?: object }).headers ?? {});
+          return [
+            `${method} ${path} ${status}`,
+            RATE_LIMIT.every((name) => names.includes(name)),
+            names.includes("Retry-After"),
+          ];
+        }),
+      ),
+    );
+    expect(declared.length).toBeGreaterThan(50);
+    expect(declared).toEqual(declared.map(([name]) => [name, !name.endsWith(" 401"), name.endsWith(" 429")]));
   });
 
   test("documents only the API: the Swagger routes, health, readiness and metrics are hidden", async () => {

@@ -1,5 +1,6 @@
 import type { SQL } from "bun";
 import { type FaultLog, faultDetail } from "../../core/fault";
+import { type RateAnswer, rateAnswer } from "../../core/rate-limit";
 import type { RequestLimiter } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
 import { systemTimers, type Timers } from "./deadline";
@@ -26,6 +27,9 @@ interface Held {
   tokens: number;
   /** Until then (the app's clock) the shared bucket cannot have a whole token: no use asking. */
   refusedUntil: number;
+  /** What the shared bucket held when it last answered, and when (the app's clock). */
+  shared: number;
+  seenAt: number;
   /** The ask in flight for this key, if any: when it went out (timers), and whether it answered in time. */
   asking?: { since: number; answered: Promise<boolean> };
 }
@@ -49,6 +53,9 @@ export interface LimiterOptions {
  * answer, then goes ahead unchecked, as do its key's next requests while that ask is out; an ask
  * that fails grants a share. One line is logged when this starts and one when it ends. The app's
  * clock is used, not the database's, so tests can move time; a clock that goes back never refills.
+ *
+ * The `remaining` it answers is an estimate: what this instance holds, plus the shared bucket as
+ * last seen and its refill since; other instances' spending since then is not known here.
  */
 export function createPostgresRateLimiter(
   client: SQL,
@@ -99,7 +106,7 @@ export function createPostgresRateLimiter(
     let found = held.get(key);
     if (found === undefined) {
       if (held.size >= SWEEP_ABOVE_KEYS) for (const [other, entry] of held) if (!entry.asking) held.delete(other);
-      found = { tokens: 0, refusedUntil: Number.NEGATIVE_INFINITY };
+      found = { tokens: 0, refusedUntil: Number.NEGATIVE_INFINITY, shared: perMinute, seenAt: clock() };
       held.set(key, found);
     }
     return found;
@@ -116,6 +123,8 @@ export function createPostgresRateLimiter(
       .then((answer) => {
         if (answer === undefined) throw new Error("the shared bucket did not answer for a key after two tries");
         entry.tokens += answer.granted;
+        entry.shared = answer.tokens;
+        entry.seenAt = answer.at;
         entry.refusedUntil = answer.tokens < 1 ? answer.at + (1 - answer.tokens) / rate : Number.NEGATIVE_INFINITY;
         answered();
       })
@@ -142,19 +151,28 @@ export function createPostgresRateLimiter(
     return answeredInTime;
   }
 
+  /** This instance's best guess at the budget left for `entry`'s key. */
+  function allowed(entry: Held): RateAnswer {
+    const refill = Math.max(0, clock() - entry.seenAt) * rate;
+    return rateAnswer(false, perMinute, Math.min(perMinute, entry.tokens + entry.shared + refill), rate);
+  }
+
   return {
     async take(key) {
       for (;;) {
         const entry = heldFor(key);
         if (entry.tokens >= 1) {
           entry.tokens -= 1;
-          return undefined;
+          return allowed(entry);
         }
         const now = clock();
-        if (now < entry.refusedUntil) return Math.max(1, Math.ceil((entry.refusedUntil - now) / 1000));
+        if (now < entry.refusedUntil) {
+          const resetSeconds = Math.max(1, Math.ceil((entry.refusedUntil - now) / 1000));
+          return { refused: true, limit: perMinute, remaining: 0, resetSeconds };
+        }
         if (!(await ask(key, entry))) {
           if (unchecked !== undefined) unchecked++;
-          return undefined;
+          return allowed(entry);
         }
       }
     },
