@@ -2,8 +2,8 @@ import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../../src/core/stores";
 import { connect } from "../../src/db/postgres/client";
-import { WEBHOOK_SQL as POSTGRES_SQL } from "../../src/db/postgres/queries";
 import { createPostgresStores } from "../../src/db/postgres/stores";
+import { WEBHOOK_SQL as POSTGRES_SQL } from "../../src/db/postgres/webhook-queries";
 import { WEBHOOK_SQL as SQLITE_SQL } from "../../src/db/sqlite/queries";
 import {
   createDeliveryRetention,

@@ -3,7 +3,8 @@ import type { PlantFilter } from "../../core/stores";
 import { plants } from "./schema";
 
 /*
- * Every statement the PostgreSQL engine runs, as SQL text, run with `client.unsafe(text, params)`.
+ * Every statement the PostgreSQL engine runs, as SQL text, run with `client.unsafe(text, params)`
+ * (the webhook outbox's in webhook-queries.ts).
  * Rows come back as objects keyed by the names selected; Bun's driver gives int8 as decimal text.
  * Grouped statements take their group as one JSON array sent as text (`$1::text::json`): given a
  * string for a json parameter, the driver would encode it once more, as a JSON string.
@@ -83,95 +84,6 @@ export const TOKEN_SQL = {
     FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
   revoke: "UPDATE tokens SET revoked_at = $1::timestamptz WHERE id = $2 AND revoked_at IS NULL RETURNING id",
   exists: "SELECT id FROM tokens WHERE id = $1",
-};
-
-const ENDPOINT = `id, url, created_at AS "createdAt", disabled_at IS NOT NULL AS disabled`;
-const DELIVERY = `id, status, attempts, last_status AS "lastStatus", created_at AS "createdAt", next_attempt_at AS "nextAttemptAt"`;
-
-/**
- * Webhook endpoints and the outbox (the triggers are in drizzle/postgres/0003). Claims and leases
- * use the database's clock, which every instance shares.
- */
-export const WEBHOOK_SQL = {
-  /** Per owner, so the endpoint cap holds across instances. */
-  registerLock: "SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
-  countOwn: "SELECT count(*)::int AS n FROM webhooks WHERE owner_id = $1",
-  register: `INSERT INTO webhooks (owner_id, url, secret, created_at) VALUES ($1, $2, $3, $4) RETURNING ${ENDPOINT}`,
-  listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = $1 ORDER BY id`,
-  remove: "DELETE FROM webhooks WHERE owner_id = $1 AND id = $2 RETURNING id",
-  /** (owner, endpoint, after or null, rows): whether the endpoint is the owner's, where `after` is, and the page. */
-  page: `WITH endpoint AS (SELECT id FROM webhooks WHERE owner_id = $1 AND id = $2),
-    start AS (
-      SELECT CASE WHEN $3::text IS NULL THEN 0
-        ELSE (SELECT seq FROM webhook_deliveries WHERE webhook_id = $2 AND id = $3::text) END AS seq
-    )
-    SELECT (SELECT count(*)::int FROM endpoint) AS found, start.seq IS NOT NULL AS started, d.*
-    FROM start LEFT JOIN LATERAL (
-      SELECT ${DELIVERY} FROM webhook_deliveries
-      WHERE webhook_id = (SELECT id FROM endpoint) AND seq > start.seq ORDER BY seq LIMIT $4
-    ) d ON true`,
-  /**
-   * (circuit failures, circuit rest ms, lease ms, count, per endpoint, busy as
-   * {"<endpoint id>": attempts in flight}): as on SQLite (src/db/sqlite/queries.ts), each
-   * endpoint's room, its oldest due deliveries up to it, then owner by owner in turn. Rows another
-   * instance is claiming are skipped; a claimed row is not due again until its lease ends.
-   */
-  claim: `WITH busy AS (SELECT key::int AS webhook_id, value::int AS n FROM json_each_text($6::text::json)),
-    endpoints AS (
-      SELECT * FROM (
-        SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= $1 THEN 1 ELSE $5 END - coalesce(busy.n, 0) AS room
-        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id
-        WHERE w.disabled_at IS NULL
-          AND (w.consecutive_failures < $1 OR w.last_failed_at + $2::float8 * interval '1 millisecond' <= now())
-      ) taking WHERE room > 0
-    ),
-    due AS (
-      SELECT d.seq, d.next_attempt_at, e.owner_id,
-        row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
-      FROM endpoints e CROSS JOIN LATERAL (
-        SELECT seq, next_attempt_at FROM webhook_deliveries
-        WHERE webhook_id = e.id AND next_attempt_at <= now()
-        ORDER BY next_attempt_at LIMIT e.room FOR UPDATE SKIP LOCKED
-      ) d
-    ),
-    fair AS (
-      SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
-      FROM due
-    )
-    UPDATE webhook_deliveries d SET next_attempt_at = now() + $3::float8 * interval '1 millisecond'
-    FROM webhooks w
-    WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
-    RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
-  /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
-  recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
-    ON CONFLICT DO NOTHING`,
-  pending: "SELECT count(*)::int AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
-  /**
-   * (created before, count): the oldest finished deliveries no other instance is removing;
-   * attempts go by cascade. `= ANY(ARRAY(…))` keeps the generic plan to key lookups: with
-   * `IN (…)` it joined a scan of the whole outbox, not knowing how small `$2` is.
-   */
-  pruneFinished: `WITH gone AS (
-      DELETE FROM webhook_deliveries WHERE seq = ANY(ARRAY(
-        SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < $1
-        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-      )) RETURNING 1
-    )
-    SELECT count(*)::int AS n FROM gone`,
-  endpointExists: "SELECT id FROM webhooks WHERE id = $1",
-  failed: `SELECT ${DELIVERY},
-      (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS "lastError"
-    FROM webhook_deliveries d WHERE d.webhook_id = $1 AND d.status = 'failed' ORDER BY d.seq`,
-  redeliver: `WITH target AS (
-      SELECT d.seq, d.status, w.disabled_at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-      WHERE d.id = $1
-    ), queued AS (
-      UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now()
-      WHERE seq = (SELECT seq FROM target WHERE status = 'failed' AND disabled_at IS NULL)
-      RETURNING seq
-    )
-    SELECT target.disabled_at IS NOT NULL AS disabled, (SELECT count(*)::int FROM queued) AS queued FROM target`,
 };
 
 /**

@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
 import { busyJson } from "../../core/webhooks";
-import { WEBHOOK_SQL } from "./queries";
+import { WEBHOOK_SQL } from "./webhook-queries";
 
 /** A key space for the per-owner advisory lock that keeps the endpoint cap exact across instances ("wh"). */
 const REGISTER_LOCK_SPACE = 0x7768;
