@@ -26,7 +26,7 @@ const errorBody = (error: { value: unknown } | null): unknown => error?.value;
 async function clients() {
   const t = await makeTestApp();
   const authorization = `Bearer ${await t.tokenFor("alice")}`;
-  return { api: treaty(t.app, { headers: { authorization } }), anonymous: treaty(t.app) };
+  return { api: treaty(t.app, { headers: { authorization } }), anonymous: treaty(t.app), authorization };
 }
 
 describe("Eden treaty client, typed from the app", () => {
@@ -88,6 +88,40 @@ describe("Eden treaty client, typed from the app", () => {
     const again = await api.plants({ id: 7 }).delete();
     expect(again.status).toBe(404);
     expect(errorBody(again.error)).toMatchObject({ error: 404 });
+  });
+
+  test("a safe rename: the ETag read, PATCH with If-Match (200, a new ETag), the old ETag again 412; PUT replaces", async () => {
+    const { api, anonymous, authorization } = await clients();
+    // Eden types a call's headers as the client's own (authorization) only: a client made without
+    // them takes any header, If-Match among them.
+    const ifMatch = (tag: string) => ({ headers: { authorization, "if-match": tag } });
+    const created = await api.plants.post({ id: 7, name: "Fern", tag: "shade" });
+    const etag = created.response.headers.get("etag") as string;
+    expect(etag).toMatch(/^"[^"]+"$/);
+    expect((await api.plants({ id: 7 }).get()).response.headers.get("etag")).toBe(etag);
+
+    const renamed = await anonymous.plants({ id: 7 }).patch({ name: "Ivy" }, ifMatch(etag));
+    assertType<Equal<typeof renamed.data, Plant | null>>();
+    expect(renamed.status).toBe(200);
+    expect(renamed.data).toEqual({ name: "Ivy", tag: "shade" });
+    const renamedTag = renamed.response.headers.get("etag") as string;
+    expect(renamedTag).toMatch(/^"[^"]+"$/);
+    expect(renamedTag).not.toBe(etag);
+
+    const stale = await anonymous.plants({ id: 7 }).patch({ tag: null }, ifMatch(etag));
+    expect(stale.status).toBe(412);
+    expect(stale.data).toBeNull();
+    expect(errorBody(stale.error)).toMatchObject({ error: 412 });
+
+    const replaced = await anonymous.plants({ id: 7 }).put({ name: "Oak" }, ifMatch(renamedTag));
+    assertType<Equal<typeof replaced.data, Plant | null>>();
+    expect(replaced.status).toBe(200);
+    expect(replaced.data).toEqual({ name: "Oak" });
+    const replacedTag = replaced.response.headers.get("etag");
+    expect(replacedTag).not.toBe(renamedTag);
+    expect((await api.plants({ id: 7 }).get()).response.headers.get("etag")).toBe(replacedTag);
+    // @ts-expect-error a PATCH name must be a string
+    expect((await api.plants({ id: 7 }).patch({ name: 5 })).status).toBe(400);
   });
 
   test("a duplicate id: 409 with the Error body, and the stored plant unchanged", async () => {

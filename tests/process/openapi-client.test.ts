@@ -57,6 +57,39 @@ export async function pageThrough(baseUrl: string, token: string, tag?: string) 
   }
 }
 
+/** A safe rename: read the ETag, PATCH with If-Match, then the same stale ETag gets 412; a PUT replaces. */
+export async function safeRename(baseUrl: string, token: string) {
+  const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${token}\` } });
+  const path = { id: 10 };
+  await client.POST("/plants", { body: { id: 10, name: "Fern", tag: "shade" } });
+  const read = await client.GET("/plants/{id}", { params: { path } });
+  const etag: string = read.response.headers.get("etag") ?? "";
+  const renamed = await client.PATCH("/plants/{id}", {
+    params: { path, header: { "If-Match": etag } },
+    body: { name: "Ivy" },
+  });
+  const renamedPlant: Plant | undefined = renamed.data;
+  const stale = await client.PATCH("/plants/{id}", {
+    params: { path, header: { "If-Match": etag } },
+    body: { tag: null },
+  });
+  const staleMessage: string | undefined = stale.error?.message;
+  const newEtag = renamed.response.headers.get("etag") ?? "";
+  const replaced = await client.PUT("/plants/{id}", {
+    params: { path, header: { "If-Match": newEtag } },
+    body: { name: "Oak" },
+  });
+  return {
+    etagChanged: etag !== "" && newEtag !== "" && newEtag !== etag,
+    renamed: { status: renamed.response.status, plant: renamedPlant },
+    stale: { status: stale.response.status, error: stale.error?.error, message: staleMessage },
+    replaced: { status: replaced.response.status, plant: replaced.data, etag: replaced.response.headers.get("etag") },
+    storedAsPut:
+      (await client.GET("/plants/{id}", { params: { path } })).response.headers.get("etag") ===
+      replaced.response.headers.get("etag"),
+  };
+}
+
 /** Never called: each call is a type error, or the check fails on an unused directive. */
 export function misuses(client: Client<paths>) {
   // @ts-expect-error name must be a string
@@ -67,6 +100,12 @@ export function misuses(client: Client<paths>) {
   void client.GET("/plants", { params: { query: { limit: "ten" } } });
   // @ts-expect-error the id path parameter is required
   void client.DELETE("/plants/{id}", {});
+  // @ts-expect-error If-Match is a string
+  void client.PATCH("/plants/{id}", { params: { path: { id: 1 }, header: { "If-Match": 5 } }, body: {} });
+  // @ts-expect-error a PATCH name must be a string
+  void client.PATCH("/plants/{id}", { params: { path: { id: 1 } }, body: { name: 5 } });
+  // @ts-expect-error a PUT needs a name
+  void client.PUT("/plants/{id}", { params: { path: { id: 1 } }, body: { tag: "x" } });
   // @ts-expect-error there is no such path
   void client.GET("/plant");
 }
@@ -170,6 +209,17 @@ describe("a client generated from openapi.json (openapi-typescript + openapi-fet
       }
       expect(await paging.pageThrough(server.url, token)).toEqual(["Fern", "P3", "P4", "P5", "P6"]);
       expect(await paging.pageThrough(server.url, token, "even")).toEqual(["P4", "P6"]);
+
+      const updates: { safeRename(baseUrl: string, token: string): Promise<unknown> } = await import(
+        join(dir, "client.ts")
+      );
+      expect(await updates.safeRename(server.url, token)).toEqual({
+        etagChanged: true,
+        renamed: { status: 200, plant: { name: "Ivy", tag: "shade" } },
+        stale: { status: 412, error: 412, message: expect.any(String) },
+        replaced: { status: 200, plant: { name: "Oak" }, etag: expect.stringMatching(/^"[^"]+"$/) },
+        storedAsPut: true,
+      });
     } finally {
       await server.stop();
       scratch.cleanup();
