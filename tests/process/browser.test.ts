@@ -29,6 +29,8 @@ const OPERATIONS = [
   ["POST", "/plants"],
   ["GET", "/plants"],
   ["GET", "/plants/{id}"],
+  ["PUT", "/plants/{id}"],
+  ["PATCH", "/plants/{id}"],
   ["DELETE", "/plants/{id}"],
   ["POST", "/webhooks"],
   ["GET", "/webhooks"],
@@ -192,6 +194,56 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
       expect(leftOrigin).toEqual([]);
       expect(await cspViolationsOf(page)).toEqual([]);
       expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  test("executes a PATCH with If-Match: 200, the new ETag among the response headers; the stale ETag then 412", async () => {
+    if (!server || !browser) throw new Error("set-up failed");
+    const token = tokenOf(server);
+    const headers = { authorization: `Bearer ${token}` };
+    const created = await fetch(`${server.url}/plants`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ id: 30, name: "Fern", tag: "shade" }),
+    });
+    const etag = created.headers.get("etag") as string;
+    expect(etag).toMatch(/^"[^"]+"$/);
+
+    const { context, leftOrigin } = await offlineContext(browser, server.url);
+    try {
+      const page = await context.newPage();
+      await openSwagger(page, server.url);
+      await authorize(page, token);
+      const patch = operation(page, "PATCH", "/plants/{id}");
+      await patch.locator(".opblock-summary-control").click();
+      await patch.getByRole("button", { name: "Try it out" }).click();
+      await patch.locator('tr[data-param-name="id"] input').fill("30");
+      await patch.locator('tr[data-param-name="If-Match"] input').fill(etag);
+      await patch.locator(".body-param textarea").fill('{"name": "Ivy"}');
+      const execute = async (status: string) => {
+        await patch.getByRole("button", { name: "Execute" }).click();
+        const live = patch.locator(".live-responses-table .response");
+        await live.locator(".response-col_status", { hasText: status }).waitFor();
+        return (await live.locator(".response-col_description").textContent()) ?? "";
+      };
+
+      const answer = await execute("200");
+      expect(answer).toContain('"Ivy"');
+      const stored = await fetch(`${server.url}/plants/30`, { headers });
+      expect(await stored.json()).toEqual({ name: "Ivy", tag: "shade" });
+      const newEtag = stored.headers.get("etag") as string;
+      expect(newEtag).not.toBe(etag);
+      expect(answer).toContain(`etag: ${newEtag}`);
+      expect(await patch.locator(".curl-command").textContent()).toContain(`If-Match: ${etag}`);
+
+      // The same stale ETag again: Swagger shows the 412, and the plant stays as it is.
+      await patch.getByRole("button", { name: "Clear" }).click();
+      expect(await execute("412")).toContain('"error": 412');
+      expect(await (await fetch(`${server.url}/plants/30`, { headers })).json()).toEqual({ name: "Ivy", tag: "shade" });
+      expect(leftOrigin).toEqual([]);
+      expect(await cspViolationsOf(page)).toEqual([]);
     } finally {
       await context.close();
     }
