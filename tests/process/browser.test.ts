@@ -123,13 +123,13 @@ beforeAll(async () => {
       args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
     }),
   ]);
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await browser?.close();
   await Promise.all([server?.stop(), persisting?.stop()]);
   scratch?.cleanup();
-}, 60_000);
+}, 120_000);
 
 describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
   test("renders the plant and webhook operations, the webhook itself and the paging parameters, authorizes with a token and executes GET /plants", async () => {
@@ -197,7 +197,7 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test("executes a PATCH with If-Match: 200, the new ETag among the response headers; the stale ETag then 412", async () => {
     if (!server || !browser) throw new Error("set-up failed");
@@ -247,7 +247,7 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test("no other site can show the page in a frame", async () => {
     if (!server || !browser) throw new Error("set-up failed");
@@ -279,7 +279,7 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
       await context.close();
       await framer.stop(true);
     }
-  }, 60_000);
+  }, 120_000);
 
   // One page for both: each Swagger UI load costs seconds of a two-core machine's CPU.
   test("works at /swagger/ too (the trailing slash changes nothing) and resolves every schema reference: examples show the Plant, no resolver errors", async () => {
@@ -306,7 +306,7 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 
   test("with SWAGGER_PERSIST_AUTHORIZATION=true the token is kept in localStorage, across reloads", async () => {
     if (!browser || !persisting) throw new Error("set-up failed");
@@ -325,5 +325,5 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
     } finally {
       await context.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
