@@ -9,6 +9,7 @@ import { ROUNDS, SECONDS, TOKENS } from "./options";
 import type { LoadTokens } from "./rounds";
 import { SCENARIOS } from "./rounds";
 import { DEFAULT_RATE_LIMIT } from "./targets";
+import { UPDATE_LOOP_RUNS } from "./update";
 
 /** Load tokens per user at most. */
 const MAX_TOKENS_PER_USER = 500;
@@ -21,7 +22,8 @@ const MAX_TOKENS_PER_USER = 500;
  */
 export function tokensPerUser(rps: number, { limitedLoad, contenders }: { limitedLoad: number; contenders: number }) {
   if (TOKENS !== undefined) return TOKENS;
-  const runs = SCENARIOS.length * ROUNDS;
+  // The round scenarios, then the update loop (bench/update.ts) on the service sides.
+  const runs = (SCENARIOS.length + UPDATE_LOOP_RUNS) * ROUNDS;
   const demand = 2 * limitedLoad * rps * SECONDS * runs;
   const perToken = DEFAULT_RATE_LIMIT * (1 + (contenders * runs * SECONDS) / 60);
   return Math.min(MAX_TOKENS_PER_USER, Math.max(2, Math.ceil(demand / perToken / 2)));

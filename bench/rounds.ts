@@ -13,6 +13,8 @@ import { type WrkResult, wrk } from "./wrk";
 export const SEED_PER_USER = 1000;
 export const SCENARIOS = ["read", "write", "mix"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
+/** What spreadLoad runs: a round scenario, or update (bench/update.ts, the service sides only). */
+export type LoadScenario = Scenario | "update";
 export type Figure = "rps" | "p50" | "p99";
 
 /** Two users' tokens: wrk's threads alternate between them. */
@@ -30,15 +32,21 @@ export interface LoadTokens {
 /** A scenario's load spread over `tokens` (`swapped`: the first thread takes b's); otherwise as wrk(). */
 export function spreadLoad(
   url: string,
-  scenario: Scenario,
+  scenario: LoadScenario,
   tokens: LoadTokens,
   idBase: number,
-  { seconds, shape, swapped = false }: { seconds?: number; shape?: Parameters<typeof wrk>[4]; swapped?: boolean } = {},
+  {
+    seconds,
+    shape,
+    swapped = false,
+    env = {},
+  }: { seconds?: number; shape?: Parameters<typeof wrk>[4]; swapped?: boolean; env?: Record<string, string> } = {},
 ): Promise<WrkResult> {
   const [first, second] = swapped ? [tokens.b, tokens.a] : [tokens.a, tokens.b];
   if (first.length === 0 || first.length !== second.length)
     fail("spreadLoad: as many tokens for each user, at least one");
   return wrk(url, "many-tokens", [String(idBase), String(first.length), ...first, ...second], seconds, shape, {
+    ...env,
     BENCH_SCENARIO: scenario,
   });
 }

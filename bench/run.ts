@@ -7,7 +7,8 @@
  * default per-token rate limit, so every side's load turns over as many tokens per user
  * (bench/load-tokens.ts), issued on its own database.
  *
- * Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
+ * Then the service sides alone: the update scenario (PATCH with If-Match) against the create
+ * scenario, in alternating rounds of their own (bench/update.ts). Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
  * read scenario on a 2,000-plant one (bench/large-store.ts), and the big-list scenario
  * (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled), and the
  * webhook-budget scenario (bench/webhook-budget.ts: the API with 10 endpoints refusing connections
@@ -37,7 +38,11 @@ import {
   type TargetName,
   target,
 } from "./targets";
+import { printUpdateVsCreate, updateVsCreate } from "./update";
 import { printWebhookBudget, webhookBudgetScenario } from "./webhook-budget";
+
+/** The update scenario runs on these only: the baseline and the floor have no PATCH. */
+const SERVICE_SIDES = ["service", "service-warn"] as const;
 
 async function main() {
   if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
@@ -78,10 +83,12 @@ async function main() {
       })),
     );
     const rss = {} as Record<TargetName, number>;
-    for (const { name } of TARGETS) {
-      rss[name] = await peakRssKiB(running[name].pid);
-      await running[name].stop();
-    }
+    for (const { name } of TARGETS) rss[name] = await peakRssKiB(running[name].pid);
+    const updates = await updateVsCreate(
+      SERVICE_SIDES.map((name) => ({ name, url: running[name].url, load: load[name] })),
+      dir,
+    );
+    for (const { name } of TARGETS) await running[name].stop();
 
     const sides = <Name extends TargetName>(names: Name[], viaBunRun: boolean) =>
       names.map((name) => ({ name, target: target(name), database: paths[name], token: tokens[name][0], viaBunRun }));
@@ -103,8 +110,9 @@ async function main() {
       { results, floor: "floor", sides: ["service", "service-warn"], rss, coldStart: viaBunRun },
       floorTargets("service", "service-warn"),
     );
-    const verdicts = [...tableA.verdicts, ...tableB.verdicts];
-    let allMet = tableA.allMet && tableB.allMet;
+    const tableC = printUpdateVsCreate(updates);
+    const verdicts = [...tableA.verdicts, ...tableB.verdicts, ...tableC.verdicts];
+    let allMet = tableA.allMet && tableB.allMet && tableC.allMet;
 
     if (LARGE) {
       const large = await largeStoreCheck(dir);
