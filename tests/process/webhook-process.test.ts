@@ -4,42 +4,22 @@
  */
 
 import { Database } from "bun:sqlite";
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { join } from "node:path";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { SQL } from "bun";
 import { LEASE_MS, PER_ENDPOINT } from "../../src/webhooks/rules";
 import { holdRequestInFlight } from "../support/held-request";
-import { ENGINE, freshPostgresDatabase, onPostgres } from "../support/helpers";
-import { DIRECT, type RunningServer, scratchDir, startServer } from "../support/process";
+import { ENGINE, onPostgres } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
 import { bootstrapToken, printedToken } from "../support/users";
 import { never, startReceiver } from "../support/webhook-receiver";
+import { webhookServers } from "../support/webhook-servers";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const tokenOf = bootstrapToken;
 
-const cleanups: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function databaseUrl(): Promise<string> {
-  if (onPostgres) return freshPostgresDatabase();
-  const scratch = scratchDir();
-  cleanups.push(scratch.cleanup);
-  return join(scratch.dir, "plants.sqlite");
-}
-
-async function server(env: Record<string, string>): Promise<RunningServer> {
-  const started = await startServer({ WEBHOOK_ALLOW_PRIVATE: "true", ...env }, { command: DIRECT });
-  cleanups.push(async () => {
-    started.kill("SIGKILL");
-    await started.exited;
-  });
-  return started;
-}
+const { cleanups, databaseUrl, server } = webhookServers();
 
 const post = (url: string, token: string, path: string, body: string) =>
   fetch(`${url}${path}`, {
