@@ -37,6 +37,10 @@
  * 200 to an authenticated GET /plants?limit=1, over --launches launches per side, alternating,
  * on the store the load left behind.
  *
+ * Server CPU per request is the serving process's user and system time over a run (all its
+ * threads, from /proc/<pid>/stat) divided by the requests it answered: on a shared machine it
+ * moves much less than req/s, since time spent waiting for a core is not counted.
+ *
  * Every figure is the median over rounds (or launches) with the min–max; B/A is the median of
  * the per-round ratios (each round pairs A and B run back to back), with their min–max.
  */
@@ -157,6 +161,8 @@ interface Side {
   serverCommand: string;
   checkFailures: string[];
   results: Record<Scenario, WrkResult[]>;
+  /** The server process's CPU time (all its threads) per request answered, in µs, per run. */
+  cpuPerRequest: Record<Scenario, number[]>;
   /** VmHWM in KiB: after seeding and warm-up, then within each round. */
   rssSetup: number;
   rssRounds: number[];
@@ -394,6 +400,19 @@ function defaultRateLimitOf(dir: string): number | undefined {
   return values.size === 1 ? Number([...values][0]) : undefined;
 }
 
+/** /proc's clock ticks per second (USER_HZ). */
+const TICKS = 100;
+
+/** User plus system CPU seconds of a process, all its threads; NaN once it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] as string).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 const share = (result: WrkResult, seconds: number) =>
   result.rps > 0 ? Math.min(1, (result.non2xx + result.errors) / (result.rps * seconds)) : 1;
 const percent = (value: number) => `${fmt(100 * value, 1)} %`;
@@ -516,6 +535,8 @@ function report(
         ra.map((r) => r.p99),
       ),
     ]);
+    const [ca, cb] = [A.cpuPerRequest[scenario], B.cpuPerRequest[scenario]];
+    rows.push([`${scenario} server CPU µs per request`, range(ca, 1), range(cb, 1), ratios(cb, ca)]);
     const worst = (results: WrkResult[]) => percent(Math.max(...results.map((r) => share(r, options.seconds))));
     rows.push([`${scenario} non-2xx + socket errors, worst run`, worst(ra), worst(rb), ""]);
   }
@@ -618,6 +639,7 @@ async function main() {
         serverCommand: "?",
         checkFailures: [],
         results: { read: [], write: [], mix: [] },
+        cpuPerRequest: { read: [], write: [], mix: [] },
         rssSetup: Number.NaN,
         rssRounds: [],
         coldMs: [],
@@ -659,6 +681,7 @@ async function main() {
               `round ${round} ${scenario.padEnd(5)} ${side.label} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx} (${percent(share(result, options.seconds))})  socket errors ${result.errors}`,
             );
           idBase += 1_000_000_000;
+          let cpuBefore = cpuSeconds(pidOf(side));
           let result = await load(side, scenario, options.seconds, idBase);
           line(result);
           // Refused over NON_2XX_WARN (the machine got faster than the tokens were sized for):
@@ -674,11 +697,14 @@ async function main() {
             console.log(note);
             tokenNotes.push(note);
             idBase += 1_000_000_000;
+            cpuBefore = cpuSeconds(pidOf(side));
             result = await load(side, scenario, options.seconds, idBase);
             line(result);
             repeatMs += performance.now() - began;
           }
           side.results[scenario].push(result);
+          const answered = result.rps * options.seconds;
+          side.cpuPerRequest[scenario].push((1e6 * (cpuSeconds(pidOf(side)) - cpuBefore)) / answered);
         }
       }
       for (const side of sides) side.rssRounds.push(await memoryKiB(pidOf(side), "VmHWM"));
