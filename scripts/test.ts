@@ -1,7 +1,10 @@
 /**
- * `bun run test`: installs the Debian packages the tests need, runs `bun test` on SQLite, then
- * again with TEST_DATABASE=postgres against a throwaway cluster it starts and stops around that
- * run, and ends with one line of its own, "N passed, M failed", summing both runs.
+ * `bun run test`: installs the Debian packages the tests need, runs `bun test` on SQLite and,
+ * at the same time, again with TEST_DATABASE=postgres against a throwaway cluster it starts and
+ * stops around that run (each line of output names its engine when both run), and ends with
+ * one line of its own, "N passed, M failed", summing both runs. Most of the PostgreSQL run's
+ * time is spent waiting on servers and clusters, so side by side the two take little longer
+ * than the PostgreSQL run alone.
  *
  *   bun run test [--engine sqlite|postgres|both] [bun test arguments] [-- bun test arguments]
  *
@@ -46,27 +49,39 @@ function parseArgs(argv: string[]): { engines: Engine[]; passThrough: string[] }
   return { engines, passThrough };
 }
 
-let child: Subprocess<"ignore", "pipe", "pipe"> | undefined;
+const children = new Set<Subprocess<"ignore", "pipe", "pipe">>();
 let interrupted: NodeJS.Signals | undefined;
 
 function onSignal(signal: NodeJS.Signals): void {
   // A second signal means bun test did not stop on the first: stop waiting for it.
   if (interrupted) {
-    child?.kill("SIGKILL");
+    for (const child of children) child.kill("SIGKILL");
     return;
   }
   interrupted = signal;
   console.error(`test: ${signal}; stopping`);
   // From a terminal bun test gets the signal itself; from `kill <pid>` only we do.
-  child?.kill(signal);
+  for (const child of children) child.kill(signal);
 }
 
-async function pump(stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream, text: string[]): Promise<void> {
+/** Copies `stream` to `out` whole lines at a time, each after `prefix`, and keeps its text. */
+async function pump(
+  stream: ReadableStream<Uint8Array>,
+  out: NodeJS.WriteStream,
+  text: string[],
+  prefix: string,
+): Promise<void> {
   const decoder = new TextDecoder();
-  for await (const chunk of stream) {
-    out.write(chunk);
-    text.push(decoder.decode(chunk, { stream: true }));
-  }
+  let partial = "";
+  const emit = (chunk: string) => {
+    text.push(chunk);
+    const lines = (partial + chunk).split("\n");
+    partial = lines.pop() as string;
+    if (lines.length > 0) out.write(lines.map((line) => `${prefix}${line}\n`).join(""));
+  };
+  for await (const chunk of stream) emit(decoder.decode(chunk, { stream: true }));
+  emit(decoder.decode());
+  if (partial) out.write(`${prefix}${partial}\n`);
 }
 
 /** The last " N pass" and " N fail" lines of bun test's summary, as .ci/run read them. */
@@ -79,26 +94,32 @@ function parseSummary(output: string): { passed: number; failed: number } | unde
   return { passed: Number(passed), failed: Number(last("fail") ?? 0) };
 }
 
-async function bunTest(engine: Engine, env: Record<string, string | undefined>, args: string[]): Promise<RunResult> {
-  console.log(`\n=== bun test on ${engine} ===`);
+async function bunTest(
+  engine: Engine,
+  env: Record<string, string | undefined>,
+  args: string[],
+  prefix: string,
+): Promise<RunResult> {
+  console.log(`\n${prefix}=== bun test on ${engine} ===`);
   const began = performance.now();
   // Real-process tests (servers, clusters, CLI runs) outlast bun's 5 s default on a busy machine.
   // setDefaultTimeout in the preload sets it for the first test file only (Bun 1.4.5), and
   // bunfig.toml has no such setting, so it is given here.
   const timeout = args.some((arg) => arg.startsWith("--timeout")) ? [] : [`--timeout=${TEST_TIMEOUT_MS}`];
-  child = Bun.spawn([process.execPath, "test", ...timeout, ...args], {
+  const child = Bun.spawn([process.execPath, "test", ...timeout, ...args], {
     env,
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
   });
+  children.add(child);
   const text: string[] = [];
   const [, , code] = await Promise.all([
-    pump(child.stdout, process.stdout, text),
-    pump(child.stderr, process.stderr, text),
+    pump(child.stdout, process.stdout, text, prefix),
+    pump(child.stderr, process.stderr, text, prefix),
     child.exited,
   ]);
-  child = undefined;
+  children.delete(child);
   const seconds = ((performance.now() - began) / 1000).toFixed(2);
   const summary = parseSummary(text.join(""));
   if (!summary) {
@@ -124,7 +145,7 @@ function testEnv(extra: Record<string, string>): Record<string, string | undefin
   return env;
 }
 
-async function postgresRun(args: string[]): Promise<RunResult> {
+async function postgresRun(args: string[], prefix: string): Promise<RunResult> {
   const began = performance.now();
   let cluster: Awaited<ReturnType<typeof startCluster>>;
   try {
@@ -136,7 +157,8 @@ async function postgresRun(args: string[]): Promise<RunResult> {
   console.log(`postgres: cluster ${cluster.url} started in ${Math.round(performance.now() - began)} ms`);
   try {
     if (interrupted) return NO_SUMMARY;
-    return await bunTest("postgres", testEnv({ TEST_DATABASE: "postgres", TEST_DATABASE_URL: cluster.url }), args);
+    const env = testEnv({ TEST_DATABASE: "postgres", TEST_DATABASE_URL: cluster.url });
+    return await bunTest("postgres", env, args, prefix);
   } finally {
     const stopping = performance.now();
     await cluster.stop();
@@ -151,12 +173,13 @@ async function main(): Promise<number> {
   const results: RunResult[] = [];
   try {
     await provision({ postgres: engines.includes("postgres") });
-    for (const engine of engines) {
-      if (interrupted) break;
-      results.push(
-        engine === "sqlite" ? await bunTest("sqlite", testEnv({}), passThrough) : await postgresRun(passThrough),
-      );
-    }
+    const prefix = (engine: Engine) => (engines.length > 1 ? `[${engine}] ` : "");
+    const runs = engines.map((engine) =>
+      engine === "sqlite"
+        ? bunTest("sqlite", testEnv({}), passThrough, prefix(engine))
+        : postgresRun(passThrough, prefix(engine)),
+    );
+    results.push(...(await Promise.all(runs)));
   } catch (error) {
     console.error(`test: ${(error as Error).message}`);
     results.push(NO_SUMMARY);

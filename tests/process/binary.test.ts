@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import {
   chmodSync,
   closeSync,
-  copyFileSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -21,17 +20,21 @@ import { until } from "../support/until";
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 const ROOT = new URL("../..", import.meta.url).pathname;
-const BUILT = join(ROOT, "dist/plant-store");
 
 let scratch: ReturnType<typeof scratchDir>;
-/** The binary, copied away from the repository: no drizzle/ or node_modules/ beside it. */
+/** The binary, built away from the repository (no drizzle/ or node_modules/ beside it, and no
+ * other run's dist/ to race with: the suite runs on both engines at once). */
 let binary: string;
 /** The empty folder it runs in; the database is created here. */
 let workdir: string;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  const build = Bun.spawn(["bun", "run", "build"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  scratch = scratchDir();
+  mkdirSync(join(scratch.dir, "bin"));
+  binary = join(scratch.dir, "bin", "plant-store");
+  // The build script as it is, its output moved: bun build takes the last --outfile.
+  const build = Bun.spawn(["bun", "run", "build", "--outfile", binary], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([
     new Response(build.stdout).text(),
     new Response(build.stderr).text(),
@@ -39,10 +42,6 @@ beforeAll(async () => {
   ]);
   if (code !== 0) throw new Error(`bun run build failed (${code}): ${stdout}${stderr}`);
 
-  scratch = scratchDir();
-  mkdirSync(join(scratch.dir, "bin"));
-  binary = join(scratch.dir, "bin", "plant-store");
-  copyFileSync(BUILT, binary);
   chmodSync(binary, 0o755);
   workdir = join(scratch.dir, "run");
   mkdirSync(workdir);
