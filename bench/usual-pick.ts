@@ -28,7 +28,7 @@ export function ensureFastifyInstalled(): void {
 /** Table D: the service and the usual pick, each against the floor and against each other. */
 export function printUsualPick(results: Results<TargetName>, rss: Record<TargetName, number>): void {
   console.log(
-    "\nD. The usual pick — fastify: Fastify + better-sqlite3 on Node (bench/contenders/fastify/), synchronous=FULL, one write per transaction, one pino line per request, no rate limit; service and floor as in B\n",
+    "\nD. The usual pick — fastify: Fastify + better-sqlite3 on Node (bench/contenders/fastify/), synchronous=NORMAL as the floor (at FULL each write waits for its own fsync), one write per transaction, one pino line per request, no rate limit; service and floor as in B\n",
   );
   console.log(
     "| scenario | floor req/s | service req/s | fastify req/s | service / fastify | fastify / floor | p99 ms floor / service / fastify | fastify non-2xx + socket errors |",
