@@ -1,7 +1,7 @@
 /**
  * Where the CPU goes under load on PostgreSQL: one service instance against the PostgreSQL
- * server's processes, in CPU time per request, for the capacity model in the README (Scaling
- * out). A durable throwaway cluster, 2,000 plants over two users, 5 s of each wrk scenario.
+ * server's processes, in CPU time per request, for the capacity model in docs/scaling.md
+ * (Capacity, from the bench). A durable throwaway cluster, 2,000 plants over two users, 5 s of each wrk scenario.
  *
  *   bun bench/cpu-split.ts
  */

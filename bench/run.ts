@@ -1,9 +1,10 @@
 /**
  * `bun run bench`: the service against bench/baseline/ on the same machine and load, in
- * alternating rounds, every figure a ratio. Four contenders: the service with default settings
+ * alternating rounds, every figure a ratio. Five contenders: the service with default settings
  * (the access log on) and with LOG_LEVEL=warn, the like-for-like baseline (the same logging and
- * metrics work, table A: what the framework and the ORM cost) and the bare floor (no access
- * log, metrics or request ids, table B: what the service costs in all). The service runs with its
+ * metrics work, table A: what the framework and the ORM cost), the bare floor (no access
+ * log, metrics or request ids, table B: what the service costs in all) and the usual pick,
+ * Fastify + better-sqlite3 on Node (table D, bench/usual-pick.ts). The service runs with its
  * default per-token rate limit, so every side's load turns over as many tokens per user
  * (bench/load-tokens.ts), issued on its own database.
  *
@@ -39,6 +40,7 @@ import {
   target,
 } from "./targets";
 import { printUpdateVsCreate, updateVsCreate } from "./update";
+import { ensureFastifyInstalled, printUsualPick } from "./usual-pick";
 import { printWebhookBudget, webhookBudgetScenario } from "./webhook-budget";
 
 /** The update scenario runs on these only: the baseline and the floor have no PATCH. */
@@ -48,6 +50,7 @@ async function main() {
   if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
   if (BIG_LIST && Bun.spawnSync(["which", "curl"]).exitCode !== 0) fail("curl is not installed (or BENCH_BIG_LIST=0)");
   process.once("SIGINT", () => fail("interrupted"));
+  ensureFastifyInstalled();
   const dir = mkdtempSync(join(tmpdir(), "plant-store-bench-"));
   try {
     const paths = Object.fromEntries(TARGETS.map(({ name }) => [name, join(dir, `${name}.sqlite`)])) as Record<
@@ -111,6 +114,7 @@ async function main() {
       floorTargets("service", "service-warn"),
     );
     const tableC = printUpdateVsCreate(updates);
+    printUsualPick(results, rss);
     const verdicts = [...tableA.verdicts, ...tableB.verdicts, ...tableC.verdicts];
     let allMet = tableA.allMet && tableB.allMet && tableC.allMet;
 

@@ -1,6 +1,7 @@
 /**
  * What every bench scenario shares: the targets (the service, with its default log level and
- * with LOG_LEVEL=warn, the like-for-like baseline and the bare floor), starting one on a
+ * with LOG_LEVEL=warn, the like-for-like baseline, the bare floor and the usual pick, Fastify +
+ * better-sqlite3 on Node), starting one on a
  * database, the CLI, and reading a process's memory.
  */
 import { join } from "node:path";
@@ -8,7 +9,7 @@ import { loadConfig } from "../src/config";
 
 export const ROOT = new URL("..", import.meta.url).pathname;
 
-export type TargetName = "service" | "service-warn" | "baseline" | "floor";
+export type TargetName = "service" | "service-warn" | "baseline" | "floor" | "fastify";
 
 export interface Target {
   name: TargetName;
@@ -38,6 +39,12 @@ export const TARGETS: Target[] = [
     command: BASELINE_COMMAND,
     script: "bench:floor",
     env: { DB_SYNCHRONOUS: "NORMAL", BASELINE_BARE: "1" },
+  },
+  // WAL with synchronous=NORMAL, as such an app usually runs (and as the floor); installed on demand (bench/usual-pick.ts).
+  {
+    name: "fastify",
+    command: ["node", join(ROOT, "bench/contenders/fastify/server.mjs")],
+    env: { DB_SYNCHRONOUS: "NORMAL", LOG_LEVEL: "info" },
   },
 ];
 

@@ -131,7 +131,7 @@ describe("a write lock held by another process", () => {
   });
 });
 
-describe("a request pipelined behind a write (Bun limit, see README Known limits)", () => {
+describe("a request pipelined behind a write (Bun limit, see docs/operations.md, Known limits)", () => {
   test("the write is stored, any answer given is the right one, and the connection is never left hanging", async () => {
     const scratch = scratchDir();
     const server = await startServer({ DATABASE_URL: join(scratch.dir, "plants.sqlite") });

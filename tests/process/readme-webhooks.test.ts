@@ -20,20 +20,23 @@ import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /**
- * The README's receiver snippets, run as a receiver would paste them: each fenced block is
- * found by its first comment line, written to a file and called from a small harness, on
- * deliveries signed by the service's own signing code.
+ * The receiver snippets of docs/webhooks.md, run as a receiver would paste them: each fenced
+ * block is found by its first comment line, written to a file and called from a small harness,
+ * on deliveries signed by the service's own signing code. The figures those pages give are the code's.
  */
 const ROOT = new URL("../..", import.meta.url).pathname;
-const README = await Bun.file(join(ROOT, "README.md")).text();
+const page = (path: string) => Bun.file(join(ROOT, path)).text();
+const [README, WEBHOOKS, OPERATIONS] = (await Promise.all(
+  ["README.md", "docs/webhooks.md", "docs/operations.md"].map(page),
+)) as [string, string, string];
 // Debian's, as tests/prometheus.ts uses: .ci/run provisions it.
 const PYTHON = "/usr/bin/python3";
 
 function snippet(language: string, firstLine: string): string {
-  const blocks = [...README.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].filter(
+  const blocks = [...WEBHOOKS.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].filter(
     ([, lang, body]) => lang === language && body?.startsWith(firstLine),
   );
-  if (blocks.length !== 1) throw new Error(`README.md: expected one ${language} block starting "${firstLine}"`);
+  if (blocks.length !== 1) throw new Error(`docs/webhooks.md: expected one ${language} block starting "${firstLine}"`);
   return blocks[0]?.[2] as string;
 }
 
@@ -138,7 +141,7 @@ function cases(): Array<[string, Case, boolean]> {
   ];
 }
 
-describe("the README's webhook receiver snippets", () => {
+describe("the webhook receiver snippets of docs/webhooks.md", () => {
   for (const [language, command] of [
     ["TypeScript, run with bun", ["bun", "harness.ts"]],
     ["Python, run with python3", [PYTHON, "harness.py"]],
@@ -159,20 +162,20 @@ describe("the README's webhook receiver snippets", () => {
   });
 });
 
-describe("the README's webhook figures are the code's", () => {
+describe("the webhook figures of the README and docs/ are the code's", () => {
   test("the cap, the attempt timeout, the lease and the default retry delays", () => {
-    expect(README).toContain(`you already have ${MAX_ENDPOINTS} webhook endpoints`);
-    expect(README).toContain(`a 2xx comes within ${ATTEMPT_TIMEOUT_MS / 1000} s`);
-    expect(README).toContain(`with a ${LEASE_MS / 1000} s lease`);
+    expect(WEBHOOKS).toContain(`you already have ${MAX_ENDPOINTS} webhook endpoints`);
+    expect(WEBHOOKS).toContain(`a 2xx comes within ${ATTEMPT_TIMEOUT_MS / 1000} s`);
+    expect(WEBHOOKS).toContain(`with a ${LEASE_MS / 1000} s lease`);
     expect(README).toContain(`| \`WEBHOOK_RETRY_DELAYS\` | \`${DEFAULT_RETRY_DELAYS_MS.join(",")}\` |`);
   });
 
   test("the connect timeout, the cap per endpoint, the circuit and the budget", () => {
-    expect(README).toContain(`up within ${CONNECT_TIMEOUT_MS / 1000} s of those ${ATTEMPT_TIMEOUT_MS / 1000}`);
-    expect(README).toContain(`at most ${PER_ENDPOINT} attempts at once to one endpoint`);
-    expect(README).toContain(`After ${CIRCUIT_FAILURES} attempts in a row fail`);
-    expect(README).toContain(`their retries unspent, and ${CIRCUIT_REST_MS / 1000} s`);
-    expect(README).toContain(`starts at most ${ATTEMPTS_PER_SECOND} a second`);
+    expect(WEBHOOKS).toContain(`up within ${CONNECT_TIMEOUT_MS / 1000} s of those ${ATTEMPT_TIMEOUT_MS / 1000}`);
+    expect(WEBHOOKS).toContain(`at most ${PER_ENDPOINT} attempts at once to one endpoint`);
+    expect(WEBHOOKS).toContain(`After ${CIRCUIT_FAILURES} attempts in a row fail`);
+    expect(WEBHOOKS).toContain(`their retries unspent, and ${CIRCUIT_REST_MS / 1000} s`);
+    expect(WEBHOOKS).toContain(`starts at most ${ATTEMPTS_PER_SECOND} a second`);
   });
 
   test("the webhook metrics listed are the ones a scrape shows", () => {
@@ -182,7 +185,7 @@ describe("the README's webhook figures are the code's", () => {
         .matchAll(/^# TYPE (plant_store_webhook_\w+)/gm)
         .map(([, name]) => name),
     );
-    const listed = new Set(README.matchAll(/^\| `(plant_store_webhook_\w+)/gm).map(([, name]) => name));
+    const listed = new Set(OPERATIONS.matchAll(/^\| `(plant_store_webhook_\w+)/gm).map(([, name]) => name));
     expect([...listed].sort()).toEqual([...scraped].sort());
   });
 });

@@ -65,7 +65,7 @@ describe.if(onSqlite)("start-up refuses a database it cannot trust", () => {
     );
   });
 
-  // Found by SQLite when it first reads the file; start-up does not read every page (README).
+  // Found by SQLite when it first reads the file; start-up does not read every page (docs/architecture.md).
   for (const [damage, harm] of [
     ["truncated", (path: string) => truncateSync(path, statSync(path).size / 2)],
     ["with its schema page overwritten", (path: string) => overwrite(path, 100, 2800)],
