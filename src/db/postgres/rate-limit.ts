@@ -46,8 +46,8 @@ export interface LimiterOptions {
  * halved PostgreSQL's throughput, so an instance takes a key's tokens from the shared bucket a
  * share at a time (1 % of the limit, at least 1) and spends them in memory; asks from many keys
  * that arrive together share one statement (groups.ts). Across N instances a token gets at most
- * N × (share − 1) requests more, or fewer, than one exact bucket would give (README, "Shared and
- * per instance"). A bucket found empty is not asked again before a whole token can have refilled.
+ * N × (share − 1) requests more, or fewer, than one exact bucket would give (docs/scaling.md, "Shared
+ * and per instance"). A bucket found empty is not asked again before a whole token can have refilled.
  *
  * The limit guards the service; it must not stop it. A request waits at most `waitMs` for an
  * answer, then goes ahead unchecked, as do its key's next requests while that ask is out; an ask

@@ -64,7 +64,7 @@ export const plants = sqliteTable(
 
 /**
  * A user's webhook endpoints. The secret is kept as issued: the server reads it back to sign
- * every delivery (README, "Webhook secrets").
+ * every delivery (docs/webhooks.md, "Webhook secrets and a leaked database").
  */
 export const webhooks = sqliteTable(
   "webhooks",
