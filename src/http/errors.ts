@@ -15,10 +15,13 @@ export class HttpError extends Error {
   }
 }
 
+/** What Bun writes for a JSON answer (Elysia's included): every JSON answer, errors too, says the same. */
+export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ error: status, message }), {
     status,
-    headers: { "content-type": "application/json", ...headers },
+    headers: { "content-type": JSON_CONTENT_TYPE, ...headers },
   });
 }
 
