@@ -4,6 +4,13 @@ import { DOCUMENTATION, OPENAPI_VERSION } from "./document";
 import { type Document, documentedPaths, type Paths, withoutSchemaIds } from "./paths";
 import { ASSETS_PATH, assets, DOCUMENT_PATH, swaggerPage } from "./swagger-page";
 
+/** A 1×1 transparent PNG: browsers ask for /favicon.ico with every page, and a 404 was the page's one console error. */
+const FAVICON = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+  "base64",
+);
+const FAVICON_HEADERS = { "content-type": "image/png", "cache-control": "public, max-age=86400" };
+
 export interface ApiDocsOptions {
   /** Whether Swagger UI keeps the token in localStorage (SWAGGER_PERSIST_AUTHORIZATION). */
   persistAuthorization: boolean;
@@ -43,6 +50,7 @@ export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
       .get("/openapi.json", served, { detail: { hide: true } })
       // Elysia answers /swagger/ here too; the page names its document and assets by absolute path.
       .get("/swagger", page, { detail: { hide: true } })
+      .get("/favicon.ico", () => new Response(FAVICON, { headers: FAVICON_HEADERS }), { detail: { hide: true } })
       .get(
         `${ASSETS_PATH}/:file`,
         ({ params }) => {
