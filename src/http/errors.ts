@@ -43,6 +43,8 @@ export function validationMessage(error: Readonly<ValidationError>): string {
   const first = (error.all as ValueError[])[0];
   if (!first) return `${where}: is invalid`;
   const field = first.path.replace(/^\//, "").replaceAll("/", ".");
+  // JSON has no undefined: a field whose value is undefined was left out.
+  if (first.value === undefined && field !== "") return `${field}: is required`;
   return `${field || where}: ${describeRule(first.schema, first.value)}`;
 }
 
