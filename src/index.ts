@@ -60,6 +60,12 @@ async function main() {
   const ops = createOps(stores, notes);
   ops.lifecycle.state = "starting";
   const lifecycle = lifecycleLogger(logger);
+  if (config.webhookAllowPrivate) {
+    lifecycle.warn(
+      { webhookAllowPrivate: true },
+      "WEBHOOK_ALLOW_PRIVATE is on: webhooks may be sent to loopback, private and link-local addresses (this host, its network, cloud metadata); keep it off unless every user is trusted",
+    );
+  }
 
   const dispatcher = createDispatcher({
     store: stores.webhooks,
@@ -144,7 +150,13 @@ async function main() {
   const url = `http://${config.host}:${running.server.port}`;
   const metricsUrl = metricsServer && `http://${config.metricsHost}:${metricsServer.port}/metrics`;
   const metricsNote = metricsUrl ? `; metrics at ${metricsUrl}` : "";
-  lifecycle.info({ url, metricsUrl }, `Plant Store listening on ${url} (Swagger UI at /swagger${metricsNote})`);
+  // Which database it uses, never its password (databaseName has none).
+  const { engine } = config.database;
+  const database = `${engine === "sqlite" ? "SQLite" : "PostgreSQL"} at ${config.databaseName}`;
+  lifecycle.info(
+    { url, engine, database: config.databaseName, metricsUrl },
+    `Plant Store listening on ${url} (${database}; Swagger UI at /swagger${metricsNote})`,
+  );
   // Supervisors (and the tests) wait for this line: it does not wait for the next timed flush.
   await flush();
 }

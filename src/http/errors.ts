@@ -15,10 +15,13 @@ export class HttpError extends Error {
   }
 }
 
+/** What Bun writes for a JSON answer (Elysia's included): every JSON answer, errors too, says the same. */
+export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ error: status, message }), {
     status,
-    headers: { "content-type": "application/json", ...headers },
+    headers: { "content-type": JSON_CONTENT_TYPE, ...headers },
   });
 }
 
@@ -40,6 +43,8 @@ export function validationMessage(error: Readonly<ValidationError>): string {
   const first = (error.all as ValueError[])[0];
   if (!first) return `${where}: is invalid`;
   const field = first.path.replace(/^\//, "").replaceAll("/", ".");
+  // JSON has no undefined: a field whose value is undefined was left out.
+  if (first.value === undefined && field !== "") return `${field}: is required`;
   return `${field || where}: ${describeRule(first.schema, first.value)}`;
 }
 

@@ -11,33 +11,40 @@ export const errorModels = {
   ),
 };
 
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: "The request is invalid; the message names the field and the rule",
-  401: "No valid bearer token (see WWW-Authenticate)",
-  404: "Not among your plants",
+/**
+ * What an error status means on every route that may answer it. 400, 404, 409 and 412 mean
+ * something different on each route, which states it with `routeErrors`.
+ */
+const SHARED_MEANINGS: Record<number, string> = {
+  401: "No valid bearer token: none was sent, or it is unknown or revoked (see WWW-Authenticate)",
   408: "The body did not arrive in time; the connection is closed",
-  409: "You already have a plant with this id",
-  412: "If-Match: the plant has changed since you read its ETag (or a weak tag was sent); nothing was changed",
-  413: "The body is over the size limit",
+  413: "The body is over the size limit (BODY_LIMIT_BYTES)",
   415: "The body is not JSON (application/json, or application/merge-patch+json for PATCH)",
-  429: "Too many requests, or too many failed authentications from your address; retry after Retry-After",
+  429: "Too many requests for this token, or too many failed authentications from your address; retry after Retry-After",
   500: "Unexpected server fault; the detail is in the server log",
-  503: "The service is at capacity, its store is busy or failing, or it is shutting down; retry after Retry-After",
+  503: "The service is at capacity, its store is busy, failing or damaged, or it is shutting down; retry after Retry-After",
   507: "The store is out of disk space; nothing was saved",
 };
 
-const json = (schema: object) => ({ "application/json": { schema } });
+const json = (schema: object, example?: object) => ({ "application/json": { schema, ...(example && { example }) } });
 
-/** OpenAPI response objects for error statuses, all with the Error body. */
+/** An error response with the Error body; its example shows the real status (Swagger UI would show 0). */
+const errorAnswer = (status: number, description: string) => ({
+  description,
+  content: json({ $ref: "#/components/schemas/Error" }, { error: status, message: description }),
+});
+
+/** OpenAPI response objects for error statuses whose meaning is the same on every route. */
 export function errorResponses(...statuses: number[]) {
   return Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      {
-        description: ERROR_DESCRIPTIONS[status] ?? "Error",
-        content: json({ $ref: "#/components/schemas/Error" }),
-      },
-    ]),
+    statuses.map((status) => [status, errorAnswer(status, SHARED_MEANINGS[status] ?? "Error")]),
+  );
+}
+
+/** OpenAPI response objects for error statuses with what they mean on this route. */
+export function routeErrors(meanings: Record<number, string>) {
+  return Object.fromEntries(
+    Object.entries(meanings).map(([status, meaning]) => [status, errorAnswer(Number(status), meaning)]),
   );
 }
 

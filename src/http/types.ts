@@ -69,7 +69,7 @@ export const Int64 = (options: { description?: string } = {}) =>
   withOwnMessage(t.Unsafe<bigint | number>({ [Kind]: "Int64", ...int64Doc, ...options }));
 
 /** A path segment holding a signed 64-bit integer in decimal. */
-export const Int64Param = (options: { description?: string } = {}) =>
+export const Int64Param = (options: { description?: string; examples?: number[] } = {}) =>
   t
     .Transform(withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options })))
     .Decode((value) => BigInt(value))
@@ -88,7 +88,9 @@ export const Int64Query = (options: { description?: string } = {}) =>
  * Transform twice per request (the second time on the decoded value, throwing and swallowing
  * an error), which cost the list route about 15 % of its time.
  */
-export const Int32Query = (options: { description?: string; minimum?: number; maximum?: number } = {}) =>
+export const Int32Query = (
+  options: { description?: string; minimum?: number; maximum?: number; examples?: number[] } = {},
+) =>
   withOwnMessage(
     // A client sends a number; the server receives the query string's text.
     t.Unsafe<number | `${number}`>({

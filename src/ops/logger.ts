@@ -30,6 +30,8 @@ export interface AccessLine {
   userId: number | undefined;
   /** The client's address, on a failed authentication's line (the address its limit counts). */
   client?: string | undefined;
+  /** The path without its query, on a 404's line (shortened past 200 characters). */
+  path?: string | undefined;
 }
 
 /** pino's options for lines shaped `{"level":"info","time":"<ISO>",…fields,"msg":"…"}`. */

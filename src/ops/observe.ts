@@ -26,9 +26,13 @@ function pathOf(url: string): string {
   return query < 0 ? url.slice(start) : url.slice(start, query);
 }
 
+const MAX_LOGGED_PATH = 200;
+const shortened = (path: string) => (path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path);
+
 /**
  * Gives every request an id (echoed as X-Request-Id), then writes its one access-log line and
- * counts it in the metrics. The line holds the route pattern, never the URL, headers or body.
+ * counts it in the metrics. The line holds the route pattern, never the query, headers or body;
+ * a 404's line also holds the path, which is what the operator needs to see (a client's typo).
  */
 export function observed(handle: Handler, { access, notes, metrics, routes }: ObserveDeps): ObservedHandler {
   function finish(request: Request, note: RequestNote, started: number, response: Response): Response {
@@ -39,7 +43,8 @@ export function observed(handle: Handler, { access, notes, metrics, routes }: Ob
   }
 
   function record(request: Request, note: RequestNote, status: number, elapsed: number) {
-    const route = routePatternFor(routes, pathOf(request.url)) ?? "unmatched";
+    const path = pathOf(request.url);
+    const route = routePatternFor(routes, path) ?? "unmatched";
     metrics.requestFinished(request.method, route, status, elapsed / 1000);
     access({
       reqId: note.id,
@@ -49,6 +54,7 @@ export function observed(handle: Handler, { access, notes, metrics, routes }: Ob
       ms: Math.round(elapsed * 1000) / 1000,
       userId: note.userId,
       client: note.client,
+      path: status === 404 ? shortened(path) : undefined,
     });
   }
 

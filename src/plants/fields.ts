@@ -1,13 +1,12 @@
 import type { Plant } from "../core/plant";
 import type { PlantPage } from "../core/stores";
-import { HttpError } from "../http/errors";
+import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 
 /** The fields a plant can carry, in the order an answer writes them. */
 const FIELD_ORDER = ["id", "name", "tag"] as const;
 export type Fields = ReadonlyArray<(typeof FIELD_ORDER)[number]>;
 
-/** The content type of a JSON answer, as Elysia writes it for the plants it serializes itself. */
-export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
+export { JSON_CONTENT_TYPE };
 
 const HINT = "give a comma-separated subset of id,name,tag, each once, e.g. fields=id,name";
 

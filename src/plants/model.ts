@@ -55,7 +55,7 @@ export const listPlantsQuery = t.Object({
 });
 
 export const plantIdParams = t.Object({
-  id: Int64Param({ description: "The id of one of the caller's plants, in decimal" }),
+  id: Int64Param({ description: "The id of one of the caller's plants, in decimal", examples: [42] }),
 });
 
 export type Plant = (typeof plantModels.Plant)["static"];

@@ -4,13 +4,23 @@ import type { Plant } from "../core/plant";
 import type { PlantChange, PlantStore, TokenStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { errorModels, errorResponses, routeErrors } from "../http/models";
 import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
 import { fieldsOf, JSON_CONTENT_TYPE, plantJson } from "./fields";
 import { FIELDS_DOC, plantIdParams, plantModels } from "./model";
+import {
+  BAD_ID,
+  BAD_ID_OR_BODY,
+  CHANGED,
+  ETAG_HEADER,
+  headerParameter,
+  IF_MATCH,
+  NO_SUCH_PLANT,
+  plantAnswer,
+} from "./route-docs";
 
 export interface OnePlantDeps {
   plants: PlantStore;
@@ -26,26 +36,6 @@ export const plantBase = ({ tokens, limits, notes }: Pick<OnePlantDeps, "tokens"
   new Elysia({ prefix: "/plants" }).use(bearerAuth(tokens, limits, notes)).model({ ...plantModels, ...errorModels });
 
 const notFound = () => new HttpError(404, "id: you have no plant with this id");
-
-/** What OpenAPI says of the ETag a one-plant answer carries (the generator's `x-` keys, src/docs/openapi.ts). */
-export const ETAG_HEADER = {
-  ETag: {
-    description: "The plant's strong entity tag: send it in If-Match to change the plant only if nobody else has",
-    schema: { type: "string" as const },
-  },
-};
-const headerParameter = (name: string, description: string) => ({
-  name,
-  in: "header",
-  required: false,
-  description,
-  schema: { type: "string" as const },
-});
-const IF_MATCH = headerParameter(
-  "If-Match",
-  'Change the plant only if its ETag is one of these (strong comparison), or `*` for any: else 412 and nothing changes. Example: `"…"` as read from ETag',
-);
-const plantAnswer = (description: string) => ({ ...modelResponse(description, "Plant"), headers: ETAG_HEADER });
 
 /**
  * The plant a write must find stored: none to check (no If-Match, or `*`), or the stored one
@@ -82,7 +72,10 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
     set.headers.etag = plantETag(id, plant);
     return plant;
   };
-  const updateErrors = errorResponses(400, 401, 404, 408, 412, 413, 415, 429, 500, 503, 507);
+  const updateErrors = {
+    ...routeErrors({ 400: BAD_ID_OR_BODY, 404: NO_SUCH_PLANT, 412: CHANGED }),
+    ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
+  };
   return app
     .get(
       "/:id",
@@ -104,6 +97,8 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         params: plantIdParams,
         detail: {
           summary: "Get one of your plants",
+          description:
+            "Its name and tag (or the `fields` you ask for), with its ETag; 304 when your If-None-Match holds it.",
           operationId: "getPlant",
           tags: ["plants"],
           "x-parameters": [
@@ -119,7 +114,8 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
           responses: {
             200: plantAnswer("The plant"),
             304: { description: "The plant has not changed from the ETag you sent", headers: ETAG_HEADER },
-            ...errorResponses(400, 401, 404, 429, 500, 503),
+            ...routeErrors({ 400: `${BAD_ID}, or \`fields\` is not a subset of id,name,tag`, 404: NO_SUCH_PLANT }),
+            ...errorResponses(401, 429, 500, 503),
           },
         },
       },
@@ -176,12 +172,14 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         params: plantIdParams,
         detail: {
           summary: "Delete one of your plants",
+          description: "Gone for good; with If-Match, only if it has not changed since you read it.",
           operationId: "deletePlant",
           tags: ["plants"],
           "x-parameters": [IF_MATCH],
           responses: {
             204: { description: "Deleted" },
-            ...errorResponses(400, 401, 404, 412, 429, 500, 503, 507),
+            ...routeErrors({ 400: BAD_ID, 404: NO_SUCH_PLANT, 412: CHANGED }),
+            ...errorResponses(401, 429, 500, 503, 507),
           },
         },
       },

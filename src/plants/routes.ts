@@ -4,7 +4,7 @@ import type { Plant } from "../core/plant";
 import type { PlantStore, TokenStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { errorResponses, modelResponse } from "../http/models";
+import { errorResponses, modelResponse, routeErrors } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
@@ -12,7 +12,8 @@ import { plantETag } from "./etag";
 import { parseFields } from "./fields";
 import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery } from "./model";
-import { ETAG_HEADER, onePlantRoutes, plantBase } from "./one-plant-routes";
+import { onePlantRoutes, plantBase } from "./one-plant-routes";
+import { ETAG_HEADER } from "./route-docs";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag", "fields"]);
 const LIST_PARAMETERS_HINT =
@@ -54,11 +55,16 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
         body: "NewPlant",
         detail: {
           summary: "Create a plant",
+          description: "Stores the plant under the id you choose; an id you already use is a 409, never a change.",
           operationId: "addPlant",
           tags: ["plants"],
           responses: {
             200: { ...modelResponse("The plant as stored", "Plant"), headers: ETAG_HEADER },
-            ...errorResponses(400, 401, 408, 409, 413, 415, 429, 500, 503, 507),
+            ...routeErrors({
+              400: "The body breaks a rule of NewPlant (the message names the field): `id` missing or not a signed 64-bit integer, `name` not 1 to 256 characters…",
+              409: "You already have a plant with this id; nothing was changed (delete it first to replace it)",
+            }),
+            ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
           },
         },
       },
@@ -104,7 +110,10 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
                 },
               },
             },
-            ...errorResponses(400, 401, 429, 500, 503),
+            ...routeErrors({
+              400: "A query parameter is out of its range, unknown or given twice (the message names it)",
+            }),
+            ...errorResponses(401, 429, 500, 503),
           },
         },
       },

@@ -2,6 +2,11 @@ import { t } from "elysia";
 import { Int32Query, Text, withOwnMessage } from "../http/types";
 
 const time = (description: string) => t.String({ format: "date-time", description });
+/**
+ * An integer the service sends (responses are not validated): Unsafe, because t.Integer is
+ * documented as "integer or numeric string", which clients then type `string | number`.
+ */
+const integer = (description?: string) => t.Unsafe<number>({ type: "integer", ...(description && { description }) });
 
 export const webhookModels = {
   NewWebhook: withOwnMessage(
@@ -14,7 +19,7 @@ export const webhookModels = {
     }),
   ),
   RegisteredWebhook: t.Object({
-    id: t.Integer(),
+    id: integer("The endpoint's id"),
     url: t.String(),
     secret: t.String({
       description:
@@ -22,7 +27,7 @@ export const webhookModels = {
     }),
   }),
   Webhook: t.Object({
-    id: t.Integer(),
+    id: integer("The endpoint's id"),
     url: t.String(),
     createdAt: time("When it was registered, ISO 8601 in UTC"),
     disabled: t.Boolean({ description: "True once the endpoint answered 410 Gone: nothing more is sent to it" }),
@@ -30,8 +35,8 @@ export const webhookModels = {
   Delivery: t.Object({
     id: t.String({ description: "The delivery's webhook-id header (msg_…), the same on every attempt" }),
     status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
-    attempts: t.Integer({ description: "Attempts made so far" }),
-    lastStatus: t.Union([t.Integer(), t.Null()], {
+    attempts: integer("Attempts made so far"),
+    lastStatus: t.Union([integer(), t.Null()], {
       description: "The last attempt's HTTP status; null when none came",
     }),
     createdAt: time("When the plant was created"),
@@ -42,7 +47,7 @@ export const webhookModels = {
 };
 
 export const webhookIdParams = t.Object({
-  id: Int32Query({ description: "The id of one of your webhook endpoints", minimum: 1 }),
+  id: Int32Query({ description: "The id of one of your webhook endpoints", minimum: 1, examples: [1] }),
 });
 
 export const deliveriesQuery = t.Object({

@@ -33,7 +33,8 @@ export class AddressRefused extends Error {
   override name = "AddressRefused";
 }
 
-const notPublic = (address: string) => `${address}, which is not a public address`;
+const notPublic = (address: string) =>
+  `${address}, which is not a public address (private ones are allowed only when the service runs with WEBHOOK_ALLOW_PRIVATE=true)`;
 
 /**
  * The address to connect to for `url`'s host. Every address a name resolves to must be public,

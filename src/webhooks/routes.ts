@@ -4,7 +4,7 @@ import type { FaultLog } from "../core/fault";
 import type { TokenStore, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { errorModels, errorResponses, modelResponse } from "../http/models";
+import { errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { RequestNotes } from "../ops/request-id";
 import { deliveriesAnswer } from "./deliveries-answer";
@@ -14,6 +14,9 @@ import { newSecret } from "./signing";
 
 /** SPEC: at most 10 endpoints per user. */
 export const MAX_ENDPOINTS = 10;
+// What 400 and 404 mean on the routes of one endpoint.
+const BAD_ID = "The path's id is not an integer from 1 to 2147483647";
+const NO_SUCH_WEBHOOK = "You have no webhook endpoint with this id (another user's are not yours to see)";
 const DELIVERIES_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after"]);
 
 export interface WebhookRoutesDeps {
@@ -91,7 +94,11 @@ export function webhookRoutes({
           tags: ["webhooks"],
           responses: {
             201: modelResponse("The endpoint, with its signing secret", "RegisteredWebhook"),
-            ...errorResponses(400, 401, 408, 409, 413, 415, 429, 500, 503, 507),
+            ...routeErrors({
+              400: "`url` is not an absolute http(s) URL, holds credentials, or its host resolves to a private address (allowed only with WEBHOOK_ALLOW_PRIVATE)",
+              409: `You already have ${MAX_ENDPOINTS} webhook endpoints, the most allowed; delete one first`,
+            }),
+            ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
           },
         },
       },
@@ -99,6 +106,7 @@ export function webhookRoutes({
     .get("", ({ user }) => webhooks.list(user.id), {
       detail: {
         summary: "List your webhook endpoints",
+        description: "Each with its URL and whether it is disabled; their secrets were shown only when registered.",
         operationId: "listWebhooks",
         tags: ["webhooks"],
         responses: {
@@ -121,7 +129,11 @@ export function webhookRoutes({
           description: "Its pending deliveries are dropped with it, and its log.",
           operationId: "deleteWebhook",
           tags: ["webhooks"],
-          responses: { 204: { description: "Deleted" }, ...errorResponses(400, 401, 404, 429, 500, 503, 507) },
+          responses: {
+            204: { description: "Deleted" },
+            ...routeErrors({ 400: BAD_ID, 404: NO_SUCH_WEBHOOK }),
+            ...errorResponses(401, 429, 500, 503, 507),
+          },
         },
       },
     )
@@ -164,7 +176,11 @@ export function webhookRoutes({
                 },
               },
             },
-            ...errorResponses(400, 401, 404, 429, 500, 503),
+            ...routeErrors({
+              400: `${BAD_ID}, or \`limit\` or \`after\` is invalid, or another query parameter was given`,
+              404: NO_SUCH_WEBHOOK,
+            }),
+            ...errorResponses(401, 429, 500, 503),
           },
         },
       },

@@ -55,6 +55,19 @@ describe("errors", () => {
     for (const [status, pending] of cases) await expectError(await pending, status);
   });
 
+  test("a required field left out is named as required; one with a wrong value, by its rule", async () => {
+    const message = async (method: string, path: string, json: unknown) =>
+      expectError(await t.call(method, path, { token, json }), 400);
+    expect(await message("POST", "/plants", { name: "Fern" })).toBe("id: is required");
+    expect(await message("POST", "/plants", {})).toBe("id: is required");
+    expect(await message("POST", "/plants", { id: 1 })).toBe("name: is required");
+    expect(await message("PUT", "/plants/1", { tag: "x" })).toBe("name: is required");
+    expect(await message("POST", "/webhooks", {})).toBe("url: is required");
+    // A value that is there but wrong keeps its rule.
+    expect(await message("POST", "/plants", { id: null, name: "Fern" })).toStartWith("id: must be an integer between");
+    expect(await message("POST", "/plants", { id: 1, name: "" })).toBe("name: must be a string of 1 to 256 characters");
+  });
+
   describe("unknown route", () => {
     test.each(["/", "/nope", "/plant", "/plants/1/extra", "/plantsx"])("GET %s is 404", async (path) => {
       await expectError(await t.call("GET", path, { token }), 404);

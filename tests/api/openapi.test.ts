@@ -141,22 +141,30 @@ describe("OpenAPI document at /swagger/json", () => {
     expect(document.components.schemas.PlantPatch?.properties.tag).toBeDefined();
   });
 
-  test("every authenticated answer but the 401 declares RateLimit-Policy and RateLimit; the 429 also Retry-After", async () => {
+  test("every authenticated answer but the 401 declares RateLimit-Policy and RateLimit; the 429 and 503 Retry-After, the 401 WWW-Authenticate", async () => {
     const { document } = await fetchDocument();
     const declared = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations).flatMap(([method, op]) =>
-        Object.entries(op.responses).map(([status, response]): [string, boolean, boolean] => {
+        Object.entries(op.responses).map(([status, response]): [string, boolean, boolean, boolean] => {
           const names = Object.keys((response as { headers?: object }).headers ?? {});
           return [
             `${method} ${path} ${status}`,
             RATE_LIMIT.every((name) => names.includes(name)),
             names.includes("Retry-After"),
+            names.includes("WWW-Authenticate"),
           ];
         }),
       ),
     );
     expect(declared.length).toBeGreaterThan(50);
-    expect(declared).toEqual(declared.map(([name]) => [name, !name.endsWith(" 401"), name.endsWith(" 429")]));
+    expect(declared).toEqual(
+      declared.map(([name]) => [
+        name,
+        !name.endsWith(" 401"),
+        name.endsWith(" 429") || name.endsWith(" 503"),
+        name.endsWith(" 401"),
+      ]),
+    );
   });
 
   test("documents only the API: the Swagger routes, health, readiness and metrics are hidden", async () => {
@@ -275,5 +283,90 @@ describe("where the document and the page are served", () => {
     expect(html).toBe(await plain.text());
     expect(html).toContain('"url":"/swagger/json"');
     expect(html).toContain('src="/swagger/assets/swagger-ui-bundle.js"');
+  });
+});
+
+describe("what third-party tools need of the document", () => {
+  test("declares OpenAPI 3.1.0 (Portman refuses 3.1.2) and a server, the origin it is served from", async () => {
+    const { document } = await fetchDocument();
+    const { openapi, servers } = document as unknown as { openapi: string; servers: Array<{ url: string }> };
+    expect(openapi).toBe("3.1.0");
+    expect(servers).toEqual([expect.objectContaining({ url: "/" })]);
+  });
+
+  test("every path parameter has an example its schema accepts (Dredd needs one)", async () => {
+    const { document } = await fetchDocument();
+    const pathParameters = Object.values(document.paths)
+      .flatMap((operations) => Object.values(operations))
+      .flatMap((op) => (op.parameters ?? []) as Array<{ in: string; name: string; example?: unknown; schema: object }>)
+      .filter((p) => p.in === "path");
+    expect(pathParameters.length).toBe(6);
+    for (const parameter of pathParameters) {
+      expect(Number.isInteger(parameter.example)).toBe(true);
+      const { minimum = -Infinity } = parameter.schema as { minimum?: number };
+      expect(parameter.example as number).toBeGreaterThanOrEqual(minimum);
+    }
+  });
+
+  test("the webhook models' integers are plain integers, as the service sends them", async () => {
+    const { document } = await fetchDocument();
+    const { RegisteredWebhook, Webhook, Delivery } = document.components.schemas;
+    expect(RegisteredWebhook?.properties.id).toMatchObject({ type: "integer" });
+    expect(Webhook?.properties.id).toMatchObject({ type: "integer" });
+    expect(Delivery?.properties.attempts).toMatchObject({ type: "integer" });
+    expect(Delivery?.properties.lastStatus).toMatchObject({ type: ["integer", "null"] });
+    expect(JSON.stringify(document)).not.toContain('"format":"integer"');
+  });
+
+  test("each error response says what it means on its route, and its example shows its status", async () => {
+    const { document } = await fetchDocument();
+    const errors = (path: string, method: string) =>
+      Object.fromEntries(
+        Object.entries(operation(document, path, method).responses)
+          .filter(([status]) => Number(status) >= 400)
+          .map(([status, response]) => [status, response as { description: string; content: object }]),
+      );
+    for (const [path, operations] of Object.entries(document.paths))
+      for (const method of Object.keys(operations))
+        for (const [status, response] of Object.entries(errors(path, method))) {
+          expect(response.description).not.toBe("Error");
+          expect(response.content).toEqual({
+            "application/json": {
+              schema: { $ref: "#/components/schemas/Error" },
+              example: { error: Number(status), message: response.description },
+            },
+          });
+        }
+    const register = errors("/webhooks", "post");
+    expect(register["409"]?.description).toContain("10 webhook endpoints");
+    expect(register["400"]?.description).toContain("WEBHOOK_ALLOW_PRIVATE");
+    for (const [path, method] of [
+      ["/webhooks/{id}", "delete"],
+      ["/webhooks/{id}/deliveries", "get"],
+    ] as const) {
+      expect(errors(path, method)["404"]?.description).toStartWith("You have no webhook endpoint with this id");
+      expect(errors(path, method)["400"]?.description).not.toContain("64-bit");
+    }
+    for (const webhookOp of [register, errors("/webhooks", "get"), errors("/webhooks/{id}", "delete")])
+      for (const response of Object.values(webhookOp)) expect(response.description).not.toContain("plant");
+    expect(errors("/plants", "post")["409"]?.description).toStartWith("You already have a plant with this id");
+    expect(errors("/plants/{id}", "get")["404"]?.description).toStartWith("You have no plant with this id");
+  });
+
+  test("every operation has a summary and a description", async () => {
+    const { document } = await fetchDocument();
+    for (const operations of Object.values(document.paths))
+      for (const op of Object.values(operations)) {
+        expect((op as unknown as { summary: string }).summary).toBeTruthy();
+        expect((op as unknown as { description: string }).description).toBeTruthy();
+      }
+  });
+
+  test("the Webhooks entry says it is what your receiver gets, not a route to call", async () => {
+    const { document } = await fetchDocument();
+    const webhook = (document as unknown as { webhooks: Record<string, Record<string, { description: string }>> })
+      .webhooks["/plant/webhook"]?.post;
+    expect(webhook?.description).toContain("sends to YOUR receiver");
+    expect(webhook?.description).toContain("has no `/plant/webhook` route");
   });
 });

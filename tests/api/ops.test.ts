@@ -394,6 +394,22 @@ describe("request ids and the access log", () => {
     ]);
   });
 
+  test("a 404's line holds the path, without its query; other lines hold none", async () => {
+    const t = await observedApp();
+    const token = await t.tokenFor("alice");
+    await t.send("GET", "/plantz?q=query-marker", { token });
+    await t.send("GET", "/plants/99", { token });
+    await t.send("GET", `/nowhere/${"x".repeat(300)}`);
+    await t.send("GET", "/plants", { token });
+    expect(t.lines.map(({ route, status, path }) => ({ route, status, path }))).toEqual([
+      { route: "unmatched", status: 404, path: "/plantz" },
+      { route: "/plants/:id", status: 404, path: "/plants/99" },
+      { route: "unmatched", status: 404, path: `/nowhere/${"x".repeat(191)}…` },
+      { route: "/plants", status: 200, path: undefined },
+    ]);
+    expect(JSON.stringify(t.lines)).not.toContain("query-marker");
+  });
+
   test("log lines hold no token, header, query or body", async () => {
     const t = await observedApp();
     const token = await t.tokenFor("alice");

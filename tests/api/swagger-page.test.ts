@@ -40,4 +40,13 @@ describe("the Swagger page", () => {
     });
     expect(inline[0]?.includes('localStorage.removeItem("authorized")')).toBe(!persist);
   });
+
+  test("/favicon.ico, which browsers ask for with every page, is a tiny PNG rather than a 404", async () => {
+    const response = await (await makeTestApp()).call("GET", "/favicon.ico");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("image/png");
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    expect([...bytes.subarray(0, 4)]).toEqual([0x89, 0x50, 0x4e, 0x47]);
+    expect(response.headers.get("cache-control")).toContain("max-age=");
+  });
 });

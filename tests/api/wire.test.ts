@@ -24,6 +24,34 @@ describe("safe defaults on the wire", () => {
     }
   });
 
+  test("every JSON answer, success or error, has the one content type application/json;charset=utf-8", async () => {
+    const t = await makeTestApp();
+    const token = await t.tokenFor("alice");
+    const answers = [
+      await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } }),
+      await t.call("GET", "/plants", { token }),
+      await t.call("GET", "/plants?limit=1", { token }),
+      await t.call("GET", "/plants/1", { token }),
+      await t.call("GET", "/plants/1?fields=id", { token }),
+      await t.call("PATCH", "/plants/1", { token, json: { tag: "green" } }),
+      await t.call("GET", "/webhooks", { token }),
+      await t.call("GET", "/openapi.json"),
+      await t.call("POST", "/plants", { token, json: { id: 1, name: "Fern" } }),
+      await t.call("POST", "/plants", { token, json: { name: "Fern" } }),
+      await t.call("GET", "/plants/2", { token }),
+      await t.call("GET", "/plants"),
+      await t.call("GET", "/nowhere"),
+      await t.call("PUT", "/plants"),
+      await t.call("GET", "/webhooks/1/deliveries", { token }),
+    ];
+    expect(answers.map((r) => r.status)).toEqual([
+      200, 200, 200, 200, 200, 200, 200, 200, 409, 400, 404, 401, 404, 405, 404,
+    ]);
+    expect(answers.map((r) => r.headers.get("content-type"))).toEqual(
+      answers.map(() => "application/json;charset=utf-8"),
+    );
+  });
+
   test("CORS is off by default: no CORS headers, and a preflight is not answered", async () => {
     const t = await makeTestApp();
     const token = await t.tokenFor("alice");

@@ -193,6 +193,12 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
 
       expect(leftOrigin).toEqual([]);
       expect(await cspViolationsOf(page)).toEqual([]);
+      // A desktop browser asks for /favicon.ico on its own (headless Chromium does not, and the
+      // offline context's routing cannot see it): asked for here, outside that context.
+      const iconPage = await browser.newPage();
+      const icon = await iconPage.goto(`${server.url}/favicon.ico`);
+      expect([icon?.status(), icon?.headers()["content-type"]]).toEqual([200, "image/png"]);
+      await iconPage.close();
       expect(problems).toEqual([]);
     } finally {
       await context.close();
@@ -301,6 +307,14 @@ describe.if(browserRun)("Swagger UI in a headless browser, offline", () => {
         await example.or(errors).first().waitFor();
       }
       expect(await errors.allTextContents()).toEqual([]);
+      // Error examples show their own status, not the 0 Swagger UI makes up for an integer.
+      const notFound = operation(page, "GET", "/plants/{id}").locator('tr.response[data-code="404"] .example');
+      expect(await notFound.textContent()).toContain('"error": 404');
+      expect(await page.locator(".example").allTextContents()).not.toContainEqual(
+        expect.stringContaining('"error": 0'),
+      );
+      // The webhook entry says whose request it is.
+      expect(await operation(page, "POST", "/plant/webhook").textContent()).toContain("sends to YOUR receiver");
       expect(leftOrigin).toEqual([]);
       expect(await cspViolationsOf(page)).toEqual([]);
     } finally {

@@ -1,0 +1,28 @@
+import { PLANT_WEBHOOK } from "./plant-webhook";
+
+/** 3.1.0 rather than the generator's 3.1.2: tools such as Portman know versions up to 3.1.1. */
+export const OPENAPI_VERSION = "3.1.0";
+
+/** What the document says beside its paths and schemas; @elysiajs/openapi derives those from the routes. */
+export const DOCUMENTATION = {
+  openapi: OPENAPI_VERSION,
+  info: {
+    title: "Plant Store",
+    description: "Stores plants for the users who own them.",
+    version: "1.0.0",
+    license: { name: "MIT", url: "https://opensource.org/licenses/MIT" },
+  },
+  // Relative: the document is served by the service it describes, wherever that is deployed.
+  servers: [{ url: "/", description: "The service serving this document" }],
+  components: {
+    securitySchemes: {
+      bearerAuth: { type: "http", scheme: "bearer", description: "A token from `bun run cli token create`" },
+    },
+  },
+  security: [{ bearerAuth: [] }],
+  tags: [
+    { name: "plants", description: "Your plants" },
+    { name: "webhooks", description: "Endpoints told of every plant you create (the `plant.created` webhook)" },
+  ],
+  webhooks: PLANT_WEBHOOK,
+};

@@ -1,0 +1,99 @@
+import { RATE_LIMIT_HEADERS } from "../http/models";
+
+/*
+ * What the document's paths need beyond what @elysiajs/openapi derives from the routes. Each
+ * step returns new objects: the routes' own `detail` (some shared between operations) stays
+ * as it is.
+ */
+
+type Schemas = Record<string, Record<string, unknown>>;
+export type Document = { components?: { schemas?: Schemas }; [key: string]: unknown };
+type Parameter = { in: string; example?: unknown; schema?: { examples?: unknown[] } };
+type Operation = Record<string, unknown> & {
+  parameters?: Parameter[];
+  requestBody?: { content: object };
+  security?: unknown[];
+  responses?: Record<string, { headers?: object }>;
+};
+export type Paths = Record<string, Record<string, Operation>>;
+
+/**
+ * Elysia gives each model `$id: "#/components/schemas/<Name>"` and the generator copies it
+ * into the document, where in OpenAPI 3.1 a `$id` changes how references resolve: Swagger UI
+ * then fails on every `$ref`. The copy leaves the live models alone.
+ */
+export function withoutSchemaIds(document: Document): Document {
+  const schemas = document.components?.schemas;
+  if (!schemas) return document;
+  const cleaned = Object.fromEntries(Object.entries(schemas).map(([name, { $id: _, ...schema }]) => [name, schema]));
+  return { ...document, components: { ...document.components, schemas: cleaned } };
+}
+
+const eachOperation = (paths: Paths, change: (operation: Operation) => Operation): Paths =>
+  Object.fromEntries(
+    Object.entries(paths).map(([path, operations]) => [
+      path,
+      Object.fromEntries(Object.entries(operations).map(([method, operation]) => [method, change(operation)])),
+    ]),
+  );
+
+/**
+ * The generator writes path and query parameters over a route's own, and gives a body only
+ * application/json: a route's `detail` adds header parameters as `x-parameters` and names its
+ * body's media types as `x-media-types`, moved into place here.
+ */
+function withRouteExtras({ "x-parameters": extra, "x-media-types": types, ...operation }: Operation): Operation {
+  if (Array.isArray(extra)) operation.parameters = [...(operation.parameters ?? []), ...extra];
+  const schema = Object.values(operation.requestBody?.content ?? {})[0];
+  if (Array.isArray(types) && operation.requestBody && schema)
+    operation.requestBody = { ...operation.requestBody, content: Object.fromEntries(types.map((t) => [t, schema])) };
+  return operation;
+}
+
+/** A path parameter's example is its schema's first (the generator copies only the schema); Dredd needs one. */
+function withPathExamples(operation: Operation): Operation {
+  const parameters = operation.parameters?.map((parameter) => {
+    const example = parameter.schema?.examples?.[0];
+    return parameter.in === "path" && parameter.example === undefined && example !== undefined
+      ? { ...parameter, example }
+      : parameter;
+  });
+  return parameters ? { ...operation, parameters } : operation;
+}
+
+const RETRY_AFTER = { description: "Whole seconds to wait before retrying", schema: { type: "integer" as const } };
+const STATUS_HEADERS: Record<string, object> = {
+  401: {
+    "WWW-Authenticate": {
+      description: '`Bearer` when no token was sent; `Bearer error="invalid_token"` when it is unknown or revoked',
+      required: true,
+      schema: { type: "string" },
+      example: 'Bearer error="invalid_token"',
+    },
+  },
+  429: { "Retry-After": { ...RETRY_AFTER, required: true } },
+  503: {
+    "Retry-After": {
+      ...RETRY_AFTER,
+      description: `${RETRY_AFTER.description}; absent when the store is damaged, which waiting does not mend`,
+    },
+  },
+};
+
+/**
+ * The headers an answer carries for its status, and the token's budget on every answer of an
+ * authenticated operation once the token is known (so not on a 401).
+ */
+function withResponseHeaders(operation: Operation): Operation {
+  const authenticated = operation.security?.length !== 0;
+  const responses = Object.entries(operation.responses ?? {}).map(([status, response]) => {
+    const budget = authenticated && status !== "401" ? RATE_LIMIT_HEADERS : {};
+    const headers = { ...response.headers, ...budget, ...STATUS_HEADERS[status] };
+    return [status, Object.keys(headers).length > 0 ? { ...response, headers } : response];
+  });
+  return { ...operation, responses: Object.fromEntries(responses) };
+}
+
+/** The routes' paths as the document states them. */
+export const documentedPaths = (paths: Paths): Paths =>
+  eachOperation(paths, (operation) => withResponseHeaders(withPathExamples(withRouteExtras(operation))));
