@@ -39,7 +39,8 @@ beforeAll(async () => {
   };
   await Promise.all(Array.from({ length: 16 }, create));
   expect(await server.stop()).toBe(0);
-});
+  // 5,000 creates over HTTP: on a busy machine, longer than one test's budget.
+}, 4 * SLOW_TEST_TIMEOUT_MS);
 afterAll(() => scratch.cleanup());
 
 describe("a graceful stop drains streamed lists", () => {
