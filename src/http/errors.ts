@@ -15,8 +15,11 @@ export class HttpError extends Error {
   }
 }
 
+/** The Error body, as sent. */
+export const errorJson = (status: number, message: string) => JSON.stringify({ error: status, message });
+
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ error: status, message }), {
+  return new Response(errorJson(status, message), {
     status,
     headers: { "content-type": "application/json", ...headers },
   });
