@@ -63,7 +63,9 @@ describe.if(onSqlite)("keyed creates on SQLite's group commit", () => {
       },
     }) as Database;
     const writes = inThreadWriter(counted, {});
-    const owner = Number(sqlite.query("INSERT INTO users (name, created_at) VALUES ('a', 0) RETURNING id").get()?.id);
+    const owner = Number(
+      sqlite.query<{ id: number }, []>("INSERT INTO users (name, created_at) VALUES ('a', 0) RETURNING id").get()?.id,
+    );
     await burst(createSqlitePlantStore(sqlite, writes), owner);
     // 150 writes: a handful of commits, far fewer than one each.
     expect(commits).toBeGreaterThan(0);
