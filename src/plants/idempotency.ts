@@ -109,10 +109,7 @@ export const IDEMPOTENCY_DOC = {
       ...errorResponses(409)[409],
       description:
         "You already have a plant with this id, or a request with this Idempotency-Key is still being processed (retry after Retry-After)",
-      headers: {
-        ...REPLAYED,
-        "Retry-After": { description: "Whole seconds to wait", schema: { type: "integer" as const } },
-      },
+      headers: REPLAYED,
     },
     422: {
       ...errorResponses(422)[422],

@@ -239,4 +239,41 @@ describe(`Idempotency-Key on POST /plants (${ENGINE})`, () => {
     expect([fine.status, plain.status]).toEqual([200, 200]);
     expect(await plantIds(t, token)).toBe('[{"id":2},{"id":3}]');
   });
+
+  test("a browser on an allowed origin may send the key and read Idempotent-Replayed", async () => {
+    const origin = "https://app.example";
+    const t = await makeTestApp({ corsOrigins: [origin] });
+    const { token } = await t.user();
+    const preflight = await t.call("OPTIONS", "/plants", {
+      headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "idempotency-key" },
+    });
+    expect(preflight.headers.get("access-control-allow-headers")?.split(/,\s*/)).toContain("idempotency-key");
+    await post(t, token, '{"id":1,"name":"Fern"}', "cors");
+    const replay = await t.call("POST", "/plants", {
+      token,
+      json: '{"id":1,"name":"Fern"}',
+      headers: { origin, "idempotency-key": "cors" },
+    });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.headers.get("access-control-expose-headers")?.split(/,\s*/)).toContain("idempotent-replayed");
+  });
+
+  test("the OpenAPI document declares the key, the replay header, 409 with Retry-After and 422 on POST /plants", async () => {
+    const t = await makeTestApp();
+    const document = (await (await t.call("GET", "/openapi.json")).json()) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          { parameters?: Array<{ name: string; in: string }>; responses: Record<string, { headers?: object }> }
+        >
+      >;
+    };
+    const create = document.paths["/plants"]?.post;
+    expect(create?.parameters).toContainEqual(expect.objectContaining({ name: "Idempotency-Key", in: "header" }));
+    expect(Object.keys(create?.responses["200"]?.headers ?? {})).toContain("Idempotent-Replayed");
+    expect(Object.keys(create?.responses["409"]?.headers ?? {})).toContain("Idempotent-Replayed");
+    expect(create?.responses["409"]).toMatchObject({ description: expect.stringContaining("Retry-After") });
+    expect(create?.responses["422"]).toBeDefined();
+  });
 });
