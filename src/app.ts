@@ -27,6 +27,7 @@ export type AppConfig = Pick<
   | "corsOrigins"
   | "swaggerPersistAuthorization"
   | "webhookAllowPrivate"
+  | "idempotencyTtlHours"
 >;
 
 /** What the app shares with the layer that observes it (src/ops/observe.ts). */
@@ -126,6 +127,7 @@ export function createApp({
             }
           : ops.metrics,
         log: storeFaultLog,
+        idempotency: { ttlHours: config.idempotencyTtlHours, clock },
       }),
     )
     .use(

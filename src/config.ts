@@ -66,6 +66,8 @@ export interface Config {
    * them forever, as 0 turns other limits off: read as "keep none", it would lose the log.
    */
   webhookRetentionDays: number;
+  /** Hours a create's answer is kept under its Idempotency-Key, from the create. */
+  idempotencyTtlHours: number;
 }
 
 function metricsToken(env: Env): string | undefined {
@@ -176,6 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: choiceSetting(env, "WEBHOOK_ALLOW_PRIVATE", ["true", "false"], "false") === "true",
     webhookRetryDelaysMs: retryDelays(env.WEBHOOK_RETRY_DELAYS),
     webhookRetentionDays: integerSetting(env, "WEBHOOK_RETENTION_DAYS", 30, 0, 36_500),
+    idempotencyTtlHours: integerSetting(env, "IDEMPOTENCY_TTL_HOURS", 24, 1, 8_760),
   };
 }
 

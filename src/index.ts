@@ -10,6 +10,7 @@ import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
 import { LOW_OPEN_FILES, openFilesLimit } from "./ops/open-files";
 import type { RequestNotes } from "./ops/request-id";
+import { createIdempotencyRetention } from "./plants/idempotency-retention";
 import { serve } from "./server";
 import { createDispatcher } from "./webhooks/dispatcher";
 import { createDeliveryRetention } from "./webhooks/retention";
@@ -75,6 +76,7 @@ async function main() {
     metrics: ops.metrics,
   });
   const retention = createDeliveryRetention({ store: stores.webhooks, days: config.webhookRetentionDays, log });
+  const keyRetention = createIdempotencyRetention({ store: stores.plants, hours: config.idempotencyTtlHours, log });
   const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake });
   let running: ReturnType<typeof serve>;
   try {
@@ -112,6 +114,7 @@ async function main() {
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
     await dispatcher.stop(Math.max(0, deadline - performance.now()));
     await retention.stop();
+    await keyRetention.stop();
     await metricsServer?.stop(true);
     const attemptsLeft = dispatcher.inFlight();
     if (attemptsLeft > 0) {
@@ -145,6 +148,7 @@ async function main() {
   // Deliveries left pending by the last run (a crash after the 200s included) go out now.
   dispatcher.start();
   retention.start();
+  keyRetention.start();
   stores.status.checkInBackground();
   // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
   const url = `http://${config.host}:${running.server.port}`;

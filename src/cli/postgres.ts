@@ -12,6 +12,7 @@ const OWN_TABLES = [
   "webhooks",
   "webhook_deliveries",
   "webhook_attempts",
+  "idempotency_keys",
 ] as const;
 
 /** `backup` on PostgreSQL: pg_dump does it best; run it when it is on PATH, else show how. */

@@ -5,6 +5,7 @@
  */
 
 import type { StoreFailureKind } from "./failures";
+import type { KeyedCreate, KeyedOutcome } from "./idempotency";
 import type { NewPlant, Plant } from "./plant";
 import type { RateAnswer } from "./rate-limit";
 import type { WebhookStore } from "./webhooks";
@@ -48,6 +49,14 @@ export interface PlantStore {
   readonly listChunkSize: number;
   /** The stored plant, or undefined when the owner already has one with this id. */
   createPlant(ownerId: number, plant: NewPlant): Promise<Plant | undefined>;
+  /**
+   * A create sent with an Idempotency-Key (core/idempotency.ts): the plant and its kept answer
+   * go in one transaction, in the same groups as other creates; an unexpired record for the key
+   * is given back instead, and nothing changes.
+   */
+  createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome>;
+  /** Removes up to `count` of the oldest idempotency records made before `before` (ms); how many went. */
+  pruneIdempotencyKeys(before: number, count: number): Promise<number>;
   /**
    * Up to `count` (at most `listChunkSize`) of the owner's plants that match, by id, and
    * whether more match past them; `upTo` drops plants past that id. One statement: nothing

@@ -18,8 +18,11 @@ export class HttpError extends Error {
 /** What Bun writes for a JSON answer (Elysia's included): every JSON answer, errors too, says the same. */
 export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 
+/** The Error body, as sent. */
+export const errorJson = (status: number, message: string) => JSON.stringify({ error: status, message });
+
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ error: status, message }), {
+  return new Response(errorJson(status, message), {
     status,
     headers: { "content-type": JSON_CONTENT_TYPE, ...headers },
   });

@@ -14,9 +14,10 @@ export function wireDefaults(corsOrigins: readonly string[]) {
       // A function, so the match is exact: the plugin's string matching ignores the scheme.
       origin: (request) => allowed.has(request.headers.get("origin") ?? ""),
       methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
-      allowedHeaders: ["authorization", "content-type", "if-match", "if-none-match"],
+      allowedHeaders: ["authorization", "content-type", "idempotency-key", "if-match", "if-none-match"],
       exposeHeaders: [
         "etag",
+        "idempotent-replayed",
         "link",
         "ratelimit",
         "ratelimit-policy",

@@ -10,6 +10,7 @@ import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
 import { parseFields } from "./fields";
+import { IDEMPOTENCY_DOC, idempotencyKeyOf, keyedCreates, TAKEN_MESSAGE } from "./idempotency";
 import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery } from "./model";
 import { onePlantRoutes, plantBase } from "./one-plant-routes";
@@ -27,6 +28,8 @@ export interface PlantRoutesDeps {
   notes: RequestNotes;
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
+  /** IDEMPOTENCY_TTL_HOURS, and the clock a kept answer's age is read on. */
+  idempotency: { ttlHours: number; clock: () => number };
 }
 
 /*
@@ -34,18 +37,21 @@ export interface PlantRoutesDeps {
  * return values typed from the same models, and skipping Elysia's response validation keeps
  * the hot path lean. The generator also cannot document a body-less 204 from a schema.
  */
-export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, metrics, log }: PlantRoutesDeps) {
+export function plantRoutes(deps: PlantRoutesDeps) {
+  const { plants, body: bodyLimits, metrics, log, idempotency } = deps;
   const faultLoggerFor = (request: Request) => (error: unknown) => {
     log("listing plants failed mid-answer", error, request);
   };
-  const deps = { plants, tokens, limits, body: bodyLimits, notes, metrics };
+  const keyed = keyedCreates(plants, idempotency.ttlHours, idempotency.clock);
   return onePlantRoutes(plantBase(deps), deps)
     .post(
       "",
-      async ({ body, user, set }) => {
+      async ({ body, user, set, request }) => {
+        const key = idempotencyKeyOf(request);
+        // Typed as the Plant it stands for (as the long list is): the kept answer's exact bytes.
+        if (key !== undefined) return (await keyed(user.id, body, key, metrics.plantCreated)) as unknown as Plant;
         const plant = await plants.createPlant(user.id, body);
-        if (!plant)
-          throw new HttpError(409, "id: you already have a plant with this id; delete it first to replace it");
+        if (!plant) throw new HttpError(409, TAKEN_MESSAGE);
         metrics.plantCreated();
         set.headers.etag = plantETag(body.id, plant);
         return plant;
@@ -58,12 +64,16 @@ export function plantRoutes({ plants, tokens, limits, body: bodyLimits, notes, m
           description: "Stores the plant under the id you choose; an id you already use is a 409, never a change.",
           operationId: "addPlant",
           tags: ["plants"],
+          "x-parameters": [IDEMPOTENCY_DOC.parameter],
           responses: {
-            200: { ...modelResponse("The plant as stored", "Plant"), headers: ETAG_HEADER },
+            200: {
+              ...modelResponse("The plant as stored", "Plant"),
+              headers: { ...ETAG_HEADER, ...IDEMPOTENCY_DOC.replayedHeader },
+            },
             ...routeErrors({
-              400: "The body breaks a rule of NewPlant (the message names the field): `id` missing or not a signed 64-bit integer, `name` not 1 to 256 characters…",
-              409: "You already have a plant with this id; nothing was changed (delete it first to replace it)",
+              400: "The body breaks a rule of NewPlant (the message names the field): `id` missing or not a signed 64-bit integer, `name` not 1 to 256 characters…; or the Idempotency-Key is not 1 to 255 visible ASCII characters",
             }),
+            ...IDEMPOTENCY_DOC.responses,
             ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
           },
         },

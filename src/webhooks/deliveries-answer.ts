@@ -1,9 +1,8 @@
 import type { DeliveryListing, WebhookStore } from "../core/stores";
-import { HttpError } from "../http/errors";
+import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 
 /** Deliveries read per statement: about 170 KiB of JSON. */
 const CHUNK = 1000;
-const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 const encoder = new TextEncoder();
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 

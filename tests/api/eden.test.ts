@@ -166,4 +166,15 @@ describe("Eden treaty client, typed from the app", () => {
     const { api } = await clients();
     await expect(api.plants.post({ id: 1n, name: "Monstera" })).rejects.toThrow(/BigInt/);
   });
+
+  test("a create retried with its Idempotency-Key: the same typed Plant, marked replayed", async () => {
+    const { api } = await clients();
+    const headers = { "idempotency-key": "eden-retry" };
+    const first = await api.plants.post({ id: 1, name: "Monstera" }, { headers });
+    const retry = await api.plants.post({ id: 1, name: "Monstera" }, { headers });
+    assertType<Equal<typeof retry.data, Plant | null>>();
+    expect([first.status, retry.status]).toEqual([200, 200]);
+    expect(retry.data).toEqual(first.data as Plant);
+    expect(retry.response.headers.get("idempotent-replayed")).toBe("true");
+  });
 });

@@ -61,6 +61,7 @@ const MIGRATED = {
   schemas: ["drizzle", "public"],
   tables: [
     "drizzle.__drizzle_migrations",
+    "public.idempotency_keys",
     "public.plants",
     "public.rate_limits",
     "public.tokens",
@@ -162,6 +163,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       "Table webhooks: 0 rows",
       "Table webhook_deliveries: 0 rows",
       "Table webhook_attempts: 0 rows",
+      "Table idempotency_keys: 0 rows",
       "Constraints: all validated",
       `Migrations: ${TAGS.length} applied, 0 pending`,
       "All checks passed.",
@@ -174,12 +176,19 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(code).toBe(1);
     expect(lines(stdout)).toContain(`Migrations: 0 applied, ${TAGS.length} pending (${TAGS.join(", ")})`);
     expect(lines(stderr)).toEqual([
-      ...["users", "tokens", "plants", "rate_limits", "webhooks", "webhook_deliveries", "webhook_attempts"].map(
-        (table) => `plant-store: table ${table} is missing or cannot be read`,
-      ),
+      ...[
+        "users",
+        "tokens",
+        "plants",
+        "rate_limits",
+        "webhooks",
+        "webhook_deliveries",
+        "webhook_attempts",
+        "idempotency_keys",
+      ].map((table) => `plant-store: table ${table} is missing or cannot be read`),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
-    expect(lines(stdout).at(-1)).toBe("8 problems found.");
+    expect(lines(stdout).at(-1)).toBe("9 problems found.");
     expect(await contentsOf(url)).toEqual(EMPTY);
   });
 });

@@ -173,6 +173,8 @@ export async function makeTestApp(
     onPlantCreated?: () => void;
     resolveWebhookHost?: Resolver;
     wrapPostgresClient?: (client: SQL) => SQL;
+    /** What the app gets in place of its stores (e.g. a plant store whose writes can be held). */
+    wrapStores?: (stores: Stores) => Stores;
   } = {},
 ) {
   const logged: Array<{ message: string; detail: unknown }> = [];
@@ -189,7 +191,7 @@ export async function makeTestApp(
   const ops = createOps(stores);
   if (options.logWith) log = options.logWith(ops);
   const app = createApp({
-    stores,
+    stores: options.wrapStores?.(stores) ?? stores,
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? 64 * 1024,
       bodyTimeoutMs: options.bodyTimeoutMs ?? 10_000,
@@ -199,6 +201,7 @@ export async function makeTestApp(
       corsOrigins: options.corsOrigins ?? [],
       swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
       webhookAllowPrivate: options.webhookAllowPrivate ?? false,
+      idempotencyTtlHours: options.idempotencyTtlHours ?? 24,
     },
     onPlantCreated: options.onPlantCreated,
     resolveWebhookHost: options.resolveWebhookHost,

@@ -29,6 +29,7 @@ describe("configuration", () => {
       webhookAllowPrivate: false,
       webhookRetryDelaysMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
       webhookRetentionDays: 30,
+      idempotencyTtlHours: 24,
     });
   });
 
@@ -38,6 +39,15 @@ describe("configuration", () => {
     for (const bad of ["-1", "1.5", "30d", "36501"]) {
       expect(() => loadConfig({ WEBHOOK_RETENTION_DAYS: bad })).toThrow(
         new ConfigError("WEBHOOK_RETENTION_DAYS must be an integer between 0 and 36500"),
+      );
+    }
+  });
+
+  test("IDEMPOTENCY_TTL_HOURS takes whole hours from 1 to a year, and refuses anything else", () => {
+    expect(loadConfig({ IDEMPOTENCY_TTL_HOURS: " 48 " }).idempotencyTtlHours).toBe(48);
+    for (const bad of ["0", "-1", "1.5", "24h", "8761"]) {
+      expect(() => loadConfig({ IDEMPOTENCY_TTL_HOURS: bad })).toThrow(
+        new ConfigError("IDEMPOTENCY_TTL_HOURS must be an integer between 1 and 8760"),
       );
     }
   });

@@ -1,7 +1,9 @@
 import type { SQL } from "bun";
 import { postgresState } from "../../core/failures";
+import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant } from "../../core/plant";
 import { createGroups, type GroupOptions, type Waiting } from "./groups";
+import { IDEMPOTENCY_SQL } from "./idempotency-queries";
 import { PLANT_FIELDS, PLANT_SQL } from "./queries";
 
 /** A stored plant's row: its owner and its fields, int64 ones as decimal text. */
@@ -9,69 +11,108 @@ export type PlantRow = Record<string, unknown>;
 interface Create {
   ownerId: number;
   plant: NewPlant;
+  keyed?: KeyedCreate;
 }
-type Pending = Waiting<Create, PlantRow | undefined>;
+/** A keyed create's answer from the group; `expired`: a record past its time holds the key. */
+export type KeyedResult = KeyedOutcome | { kind: "expired" };
+type Pending = Waiting<Create, unknown>;
+type KeyedRow = PlantRow & KeptRow & { fresh: boolean; expired: boolean | null };
 
 /**
  * A create as a JSON object keyed by column. An int64 goes as its decimal text, which PostgreSQL
  * reads exactly: JSON.stringify cannot hold a bigint, and a JS number would round past 2^53.
+ * A keyed create adds what IDEMPOTENCY_SQL.insertGroup reads.
  */
-function rowJson({ ownerId, plant }: Create): string {
+function rowJson({ ownerId, plant, keyed }: Create): string {
   const fields = PLANT_FIELDS.map(({ field, column, int64 }) => {
     const value = (plant as unknown as Record<string, unknown>)[field] ?? null;
     return `"${column}":${value !== null && int64 ? `"${BigInt(value as bigint)}"` : JSON.stringify(value)}`;
   });
-  return `{"owner_id":${ownerId},${fields.join(",")}}`;
+  if (!keyed) return `{"owner_id":${ownerId},${fields.join(",")}}`;
+  const { key, requestHash: hash, at, expiredAt: expired_at, created, taken } = keyed;
+  const extra = JSON.stringify({ key, hash, at, expired_at, cs: created.status, cb: created.body, ce: created.etag })
+    .slice(1, -1)
+    .concat(`,"ts":${taken.status},"tb":${JSON.stringify(taken.body)}`);
+  return `{"owner_id":${ownerId},${fields.join(",")},${extra}}`;
 }
 
 const keyOf = (ownerId: unknown, id: unknown) => `${ownerId}:${id}`;
 
 /** A data exception or integrity violation: a fault of one row, which must not fail its neighbours. */
 const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
+const UNIQUE_VIOLATION = "23505";
+
+/** A keyed create's row from IDEMPOTENCY_SQL.insertGroup, as its outcome. */
+function keyedResult(row: KeyedRow | undefined): KeyedResult {
+  if (!row || row.status === null) throw new Error("a keyed create came back without its record");
+  if (row.fresh) return { kind: "fresh", answer: keptAnswer(row) };
+  if (row.expired) return { kind: "expired" };
+  return { kind: "kept", answer: keptAnswer(row), requestHash: row.requestHash };
+}
 
 /**
  * Creates that arrive together go to PostgreSQL as one INSERT (groups.ts): one round trip, one
- * transaction and one WAL flush for all of them (docs/decisions/0002).
+ * transaction and one WAL flush for all of them (docs/decisions/0002). A group holding a keyed
+ * create (an Idempotency-Key) is one statement too, which also keeps the answers
+ * (idempotency-queries.ts).
  *
  * Each create gets its own answer once the statement has committed: the stored row, or
  * undefined when the owner already had that id. A repeat of an (owner, id) within one group is
- * undefined: the first of them is the one inserted, or the id was already taken. When the
+ * undefined: the first of them is the one inserted, or the id was already taken; one where
+ * either is keyed waits for the next group instead, so its answer is kept as it is given. When the
  * group's statement fails on one row's data, its creates are run again one by one, so only that
  * create fails; any other failure (the server gone, a timeout) is every create's answer.
  */
 export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
-  /** The rows that went in, by key. */
-  async function insertRows(creates: Create[]): Promise<Map<string, PlantRow>> {
-    const rows = (await client.unsafe(PLANT_SQL.insertGroup, [`[${creates.map(rowJson).join(",")}]`])) as PlantRow[];
-    return new Map(rows.map((row) => [keyOf(row.ownerId, row.id), row]));
+  /** Each create's row, in order: the stored row or undefined, or a keyed create's record. */
+  async function insertRows(creates: Create[]): Promise<unknown[]> {
+    const json = `[${creates.map(rowJson).join(",")}]`;
+    if (creates.some((create) => create.keyed)) {
+      const rows = (await client.unsafe(IDEMPOTENCY_SQL.insertGroup, [json])) as KeyedRow[];
+      return creates.map((create, i) =>
+        create.keyed ? keyedResult(rows[i]) : rows[i]?.id == null ? undefined : rows[i],
+      );
+    }
+    const rows = (await client.unsafe(PLANT_SQL.insertGroup, [json])) as PlantRow[];
+    const inserted = new Map(rows.map((row) => [keyOf(row.ownerId, row.id), row]));
+    return creates.map((create) => inserted.get(keyOf(create.ownerId, BigInt(create.plant.id))));
   }
 
   async function runGroup(group: Pending[]): Promise<void> {
-    const keys = group.map(({ item }) => keyOf(item.ownerId, BigInt(item.plant.id)));
     const firsts = new Map<string, Pending>();
-    group.forEach((waiting, i) => {
-      if (!firsts.has(keys[i] as string)) firsts.set(keys[i] as string, waiting);
-    });
-    let inserted: Map<string, PlantRow>;
+    const sent: Pending[] = [];
+    for (const waiting of group) {
+      const key = keyOf(waiting.item.ownerId, BigInt(waiting.item.plant.id));
+      const first = firsts.get(key);
+      if (!first) {
+        firsts.set(key, waiting);
+        sent.push(waiting);
+      } else if (first.item.keyed || waiting.item.keyed) groups.add(waiting.item).then(waiting.resolve, waiting.reject);
+      else waiting.resolve(undefined);
+    }
+    let results: unknown[];
     try {
-      inserted = await insertRows([...firsts.values()].map((waiting) => waiting.item));
+      results = await insertRows(sent.map((waiting) => waiting.item));
     } catch (error) {
-      if (group.length > 1 && rowFault(error)) return runOneByOne(group);
+      if (sent.length > 1 && rowFault(error)) return runOneByOne(sent);
+      if (sent.length === 1 && sent[0]?.item.keyed && postgresState(error) === UNIQUE_VIOLATION)
+        return sent[0].resolve({ kind: "busy" });
       throw error;
     }
-    group.forEach((waiting, i) => {
-      const key = keys[i] as string;
-      waiting.resolve(firsts.get(key) === waiting ? inserted.get(key) : undefined);
+    sent.forEach((waiting, i) => {
+      waiting.resolve(results[i]);
     });
   }
 
   async function runOneByOne(group: Pending[]): Promise<void> {
     for (const waiting of group) {
       try {
-        const [row] = (await insertRows([waiting.item])).values();
-        waiting.resolve(row);
+        const [result] = await insertRows([waiting.item]);
+        waiting.resolve(result);
       } catch (error) {
-        waiting.reject(error);
+        // Another session holds the key still: its request is being processed.
+        if (waiting.item.keyed && postgresState(error) === UNIQUE_VIOLATION) waiting.resolve({ kind: "busy" });
+        else waiting.reject(error);
       }
     }
   }
@@ -79,6 +120,9 @@ export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
   const groups = createGroups(runGroup, options);
   return {
     /** The stored row once committed; undefined when the owner already has this id. */
-    insert: (ownerId: number, plant: NewPlant): Promise<PlantRow | undefined> => groups.add({ ownerId, plant }),
+    insert: (ownerId: number, plant: NewPlant) => groups.add({ ownerId, plant }) as Promise<PlantRow | undefined>,
+    /** A keyed create's outcome once committed (core/idempotency.ts). */
+    insertOnce: (ownerId: number, plant: NewPlant, keyed: KeyedCreate) =>
+      groups.add({ ownerId, plant, keyed }) as Promise<KeyedResult>,
   };
 }

@@ -1,8 +1,10 @@
 import type { SQL } from "bun";
+import type { KeyedCreate, KeyedOutcome } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantPage, type PlantStore, trimToPage } from "../../core/stores";
 import { createGroupInsert, type PlantRow } from "./group-insert";
 import { createGroups } from "./groups";
+import { IDEMPOTENCY_SQL } from "./idempotency-queries";
 import { PLANT_FIELDS, PLANT_SQL } from "./queries";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -56,6 +58,20 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
     async createPlant(ownerId: number, plant: NewPlant) {
       const row = await creates.insert(ownerId, plant);
       return row && toPlant(row);
+    },
+
+    /** A record past its time holding the key is dropped first, and the create sent again (rare: the pruner drops most). */
+    async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
+      const first = await creates.insertOnce(ownerId, plant, keyed);
+      if (first.kind !== "expired") return first;
+      await client.unsafe(IDEMPOTENCY_SQL.dropExpired, [ownerId, keyed.key, new Date(keyed.expiredAt)]);
+      const second = await creates.insertOnce(ownerId, plant, keyed);
+      return second.kind === "expired" ? { kind: "busy" } : second;
+    },
+
+    async pruneIdempotencyKeys(before: number, count: number) {
+      const [{ n }] = (await client.unsafe(IDEMPOTENCY_SQL.prune, [new Date(before), count])) as [{ n: number }];
+      return n;
     },
 
     async listPage(ownerId, filter, count, upTo, withIds): Promise<PlantPage> {

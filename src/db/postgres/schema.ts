@@ -116,3 +116,22 @@ export const webhookAttempts = pgTable(
   },
   (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],
 );
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => users.id),
+    key: text("key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    status: integer("status").notNull(),
+    body: text("body").notNull(),
+    etag: text("etag"),
+    createdAt: time("created_at").notNull(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.ownerId, table.key] }),
+    index("idempotency_keys_created_at_idx").on(table.createdAt),
+  ],
+);

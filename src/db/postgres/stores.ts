@@ -55,6 +55,7 @@ export function createPostgresStores(
     engine: "postgres",
     plants: space.watch(withDeadline(createPostgresPlantStore(client), deadline), [
       "createPlant",
+      "createPlantOnce",
       "updatePlant",
       "deletePlant",
     ]),

@@ -1,4 +1,5 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
+import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import {
   LIST_CHUNK_SIZE,
@@ -8,7 +9,7 @@ import {
   type PlantStore,
   trimToPage,
 } from "../../core/stores";
-import { listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
+import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
 import type { Writer } from "./writer";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
@@ -25,6 +26,12 @@ function toPlant(row: Row): Plant {
   for (const key in row) if (row[key] === null) row[key] = undefined;
   return row as unknown as Plant;
 }
+
+/** A new plant's values, in PLANT_FIELDS' order. */
+const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
+  PLANT_FIELDS.map(({ field }) =>
+    field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
+  );
 
 /** An update's flags and values, as `PLANT_SQL.update` binds them from ?3. */
 const changeParams = ({ name, tag }: PlantChange): SQLQueryBindings[] => [
@@ -62,16 +69,45 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
     listChunkSize,
 
     async createPlant(ownerId: number, plant: NewPlant) {
-      const values = PLANT_FIELDS.map(({ field }) =>
-        field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
-      );
       const row = await writes.run<Row | null>({
         sql: PLANT_SQL.insert,
         mode: "get",
-        params: [ownerId, ...values],
+        params: [ownerId, ...plantValues(plant)],
         exact: true,
       });
       return row ? toPlant(row) : undefined;
+    },
+
+    /** One process owns the file, and the route lets one request per key in at a time: never busy. */
+    async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
+      const { key, created, taken } = keyed;
+      const row = await writes.run<KeptRow & { fresh: number }>({
+        steps: [
+          { sql: IDEMPOTENCY_SQL.dropExpired, mode: "run", params: [ownerId, key, keyed.expiredAt] },
+          { sql: IDEMPOTENCY_SQL.insertPlant, mode: "run", params: [ownerId, key, ...plantValues(plant)] },
+          {
+            sql: IDEMPOTENCY_SQL.record,
+            mode: "run",
+            params: [ownerId, key, keyed.requestHash, created.status, created.body, created.etag ?? null].concat([
+              taken.status,
+              taken.body,
+              taken.etag ?? null,
+              keyed.at,
+            ]),
+          },
+          { sql: IDEMPOTENCY_SQL.read, mode: "get", params: [ownerId, key] },
+        ],
+      });
+      const answer = keptAnswer(row);
+      return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
+    },
+
+    async pruneIdempotencyKeys(before: number, count: number) {
+      const gone = await writes.run<unknown[]>(
+        { sql: IDEMPOTENCY_SQL.prune, mode: "all", params: [before, count] },
+        { bookkeeping: true },
+      );
+      return gone.length;
     },
 
     async listPage(

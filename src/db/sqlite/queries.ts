@@ -41,6 +41,33 @@ export const PLANT_SQL = {
     WHERE owner_id = ?1 AND id = ?2 AND name = ?7 AND tag IS ?8 RETURNING ${SELECT_PLANT}`,
 };
 
+/**
+ * A keyed create, as the steps of one savepoint (writer.ts, Steps): an expired record is
+ * dropped, the plant goes in unless a record holds the key, the answer is kept unless one
+ * already was (`changes()` tells whether the plant went in, then whether the record did), and
+ * the record is read back.
+ */
+const PLANT_VALUES = PLANT_FIELDS.map((_, i) => `?${i + 3}`).join(", ");
+export const IDEMPOTENCY_SQL = {
+  /** (owner, key, expired at). */
+  dropExpired: "DELETE FROM idempotency_keys WHERE owner_id = ?1 AND key = ?2 AND created_at <= ?3",
+  /** (owner, key, then the plant's fields as PLANT_SQL.insert binds them from ?2). */
+  insertPlant: `INSERT INTO plants (owner_id, ${PLANT_FIELDS.map(({ column }) => column).join(", ")})
+    SELECT ?1, ${PLANT_VALUES} WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE owner_id = ?1 AND key = ?2)
+    ON CONFLICT DO NOTHING`,
+  /** (owner, key, hash, created: status, body, etag, taken: status, body, etag, at). */
+  record: `INSERT INTO idempotency_keys (owner_id, key, request_hash, status, body, etag, created_at)
+    VALUES (?1, ?2, ?3, iif(changes() > 0, ?4, ?7), iif(changes() > 0, ?5, ?8), iif(changes() > 0, ?6, ?9), ?10)
+    ON CONFLICT DO NOTHING`,
+  /** (owner, key): the record, and whether the step before wrote it. */
+  read: `SELECT changes() AS fresh, request_hash AS requestHash, status, body, etag
+    FROM idempotency_keys WHERE owner_id = ?1 AND key = ?2`,
+  /** (made before, count): the oldest records by their own index. */
+  prune: `DELETE FROM idempotency_keys WHERE rowid IN (
+      SELECT rowid FROM idempotency_keys WHERE created_at < (?1 + 0) ORDER BY created_at LIMIT (?2 + 0)
+    ) RETURNING 1`,
+};
+
 export const TOKEN_SQL = {
   /** hash → [tokenId, userId, lastUsedAt]: every request runs it. */
   findActive: "SELECT id, user_id, last_used_at FROM tokens WHERE hash = (?1 || '') AND revoked_at IS NULL",

@@ -145,6 +145,33 @@ export const webhookAttempts = sqliteTable(
   (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],
 );
 
+/**
+ * The kept answer to a create sent with an `Idempotency-Key` (SPEC, "Retrying a create safely"),
+ * written in the plant's own transaction: a later request by the same owner with the same key
+ * gets it again, byte for byte, until IDEMPOTENCY_TTL_HOURS after `created_at`.
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    ownerId: integer("owner_id")
+      .notNull()
+      .references(() => users.id),
+    key: text("key").notNull(),
+    /** SHA-256 of the request (method, path and the plant sent), hex: another body with the key is a 422. */
+    requestHash: text("request_hash").notNull(),
+    status: integer("status").notNull(),
+    /** The answer's exact body, and its ETag when it had one. */
+    body: text("body").notNull(),
+    etag: text("etag"),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+  },
+  // Expired keys go oldest first, in batches (src/plants/idempotency-retention.ts).
+  (table) => [
+    primaryKey({ columns: [table.ownerId, table.key] }),
+    index("idempotency_keys_created_at_idx").on(table.createdAt),
+  ],
+);
+
 export type UserRow = typeof users.$inferSelect;
 export type TokenRow = typeof tokens.$inferSelect;
 export type PlantRow = typeof plants.$inferSelect;

@@ -1,6 +1,6 @@
 import type { SynchronousMode } from "../../core/database";
 import { type StoreFailureKind, StoreUnavailable } from "../../core/failures";
-import type { Write, Writer } from "./writer";
+import type { Steps, Write, Writer } from "./writer";
 import { type FromWriter, fromWire, type ToWriter } from "./writer-protocol";
 
 export interface WriterThreadOptions {
@@ -134,7 +134,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     worker.postMessage({ type: "writes", writes } satisfies ToWriter);
   }
 
-  const run = <T>(write: Write, { bookkeeping = false } = {}): Promise<T> => {
+  const run = <T>(write: Write | Steps, { bookkeeping = false } = {}): Promise<T> => {
     if (stopping) return Promise.reject(new StoreUnavailable("capacity"));
     if (!bookkeeping && counted >= options.maxQueued) return Promise.reject(new StoreUnavailable("capacity"));
     if (!worker && performance.now() - spawnedAt < RESPAWN_EVERY_MS) {

@@ -12,13 +12,22 @@ export interface Write {
 }
 
 /**
+ * Statements that stand or fall together (a keyed create: the plant and its kept answer): run
+ * in a savepoint of the group transaction, so one that fails undoes the others and no more;
+ * the last one's result is the answer.
+ */
+export interface Steps {
+  steps: Write[];
+}
+
+/**
  * Where the stores send their writes: group commit, on a writer thread of its own for a file
  * (writer-thread.ts, docs/decisions/0001-group-commit.md) or on this thread for `:memory:`,
  * which no other connection can open. A write is data, not a closure, so it can cross threads.
  */
 export interface Writer {
   /** Runs `write` in the next group transaction; resolves once it is committed. */
-  run<T = unknown>(write: Write, options?: { bookkeeping?: boolean }): Promise<T>;
+  run<T = unknown>(write: Write | Steps, options?: { bookkeeping?: boolean }): Promise<T>;
   /** Why writes are failing now (space, I/O, damage), if they are; probes while it lasts. */
   problem(): StoreFailureKind | undefined;
   /** Waits for the writes queued, then lets go of the writer's connection. */
@@ -28,7 +37,7 @@ export interface Writer {
 /** Runs writes on `sqlite`, each statement prepared once. */
 export function statementRunner(sqlite: Database) {
   const prepared = new Map<string, Statement>();
-  return ({ sql, mode, params, exact = false }: Write): unknown => {
+  const runOne = ({ sql, mode, params, exact = false }: Write): unknown => {
     let statement = prepared.get(sql);
     if (!statement) {
       statement = sqlite.prepare(sql).safeIntegers(exact);
@@ -39,6 +48,23 @@ export function statementRunner(sqlite: Database) {
     statement.run(...params);
     return undefined;
   };
+  return (write: Write | Steps): unknown => {
+    if (!("steps" in write)) return runOne(write);
+    sqlite.run("SAVEPOINT steps");
+    try {
+      let result: unknown;
+      for (const step of write.steps) result = runOne(step);
+      sqlite.run("RELEASE steps");
+      return result;
+    } catch (error) {
+      // An error that ended the transaction (disk full, I/O) took the savepoint with it.
+      if (sqlite.inTransaction) {
+        sqlite.run("ROLLBACK TO steps");
+        sqlite.run("RELEASE steps");
+      }
+      throw error;
+    }
+  };
 }
 
 /** Group commit on the caller's own connection and thread. */
@@ -46,7 +72,7 @@ export function inThreadWriter(sqlite: Database, options: GroupCommitOptions): W
   const runStatement = statementRunner(sqlite);
   const commit = createGroupCommit(sqlite, options);
   return {
-    run: <T>(write: Write, runOptions?: { bookkeeping?: boolean }) =>
+    run: <T>(write: Write | Steps, runOptions?: { bookkeeping?: boolean }) =>
       commit.run(() => runStatement(write) as T, runOptions),
     problem: commit.problem,
     close: async () => {

@@ -1,0 +1,67 @@
+import { PLANT_FIELDS } from "./queries";
+
+/*
+ * Creates sent with an Idempotency-Key, on PostgreSQL (core/idempotency.ts). They go in the
+ * same groups as the other creates (group-insert.ts): a group holding one takes this statement
+ * instead of PLANT_SQL.insertGroup, so the plant and its kept answer are one statement's, and
+ * so one transaction's.
+ */
+
+const COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
+const RETURNED = PLANT_FIELDS.map(({ field, column }) => `"${column}" AS "${field}"`).join(", ");
+
+export const IDEMPOTENCY_SQL = {
+  /**
+   * $1: the group as a JSON array, each create its plant's columns and, when keyed, `key`,
+   * `hash`, `at` and `expired_at` (ms), and the answers `cs`/`cb`/`ce` (created: status, body,
+   * ETag) and `ts`/`tb` (taken). A keyed create whose key has a record (`kept`) inserts nothing;
+   * the others go in as in insertGroup, and each keyed one's answer is kept by the plant it
+   * made or the id it found taken. A record another session wrote since this statement began
+   * is a unique violation (23505): the statement fails, nothing of it stays, and the group is
+   * sent again one by one (group-insert.ts). One row per create, in the group's order.
+   */
+  insertGroup: `WITH q AS (
+      SELECT p.*, e.ordinality AS n, e.value->>'key' AS key, e.value->>'hash' AS hash,
+        to_timestamp((e.value->>'at')::float8 / 1000) AS at,
+        to_timestamp((e.value->>'expired_at')::float8 / 1000) AS expired_at,
+        (e.value->>'cs')::int AS cs, e.value->>'cb' AS cb, e.value->>'ce' AS ce,
+        (e.value->>'ts')::int AS ts, e.value->>'tb' AS tb
+      FROM json_array_elements($1::text::json) WITH ORDINALITY AS e
+      CROSS JOIN LATERAL json_populate_record(null::plants, e.value) AS p
+    ),
+    kept AS (
+      SELECT q.n, k.request_hash, k.status, k.body, k.etag, k.created_at <= q.expired_at AS expired
+      FROM q JOIN idempotency_keys k ON k.owner_id = q.owner_id AND k.key = q.key
+    ),
+    inserted AS (
+      INSERT INTO plants (${COLUMNS})
+      SELECT ${COLUMNS} FROM q WHERE q.n NOT IN (SELECT n FROM kept) ORDER BY q.n
+      ON CONFLICT DO NOTHING
+      RETURNING owner_id AS "ownerId", ${RETURNED}
+    ),
+    recorded AS (
+      INSERT INTO idempotency_keys (owner_id, key, request_hash, status, body, etag, created_at)
+      SELECT q.owner_id, q.key, q.hash, CASE WHEN i.id IS NULL THEN q.ts ELSE q.cs END,
+        CASE WHEN i.id IS NULL THEN q.tb ELSE q.cb END, CASE WHEN i.id IS NULL THEN NULL ELSE q.ce END, q.at
+      FROM q LEFT JOIN inserted i ON i."ownerId" = q.owner_id AND i.id = q.id
+      WHERE q.key IS NOT NULL AND q.n NOT IN (SELECT n FROM kept)
+      RETURNING owner_id, key, request_hash, status, body, etag
+    )
+    SELECT i.*, r.key IS NOT NULL AS fresh, coalesce(r.request_hash, k.request_hash) AS "requestHash",
+      coalesce(r.status, k.status) AS status, coalesce(r.body, k.body) AS body,
+      CASE WHEN r.key IS NOT NULL THEN r.etag ELSE k.etag END AS etag, k.expired
+    FROM q LEFT JOIN inserted i ON i."ownerId" = q.owner_id AND i.id = q.id
+      LEFT JOIN recorded r ON r.owner_id = q.owner_id AND r.key = q.key
+      LEFT JOIN kept k ON k.n = q.n
+    ORDER BY q.n`,
+  /** (owner, key, expired at): a record past its time, out of the way of a new request with its key. */
+  dropExpired: "DELETE FROM idempotency_keys WHERE owner_id = $1 AND key = $2 AND created_at <= $3::timestamptz",
+  /** (made before, count): the oldest records; rows another instance is removing are skipped. */
+  prune: `WITH gone AS (
+      DELETE FROM idempotency_keys WHERE (owner_id, key) IN (
+        SELECT owner_id, key FROM idempotency_keys WHERE created_at < $1::timestamptz
+        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM gone`,
+};
