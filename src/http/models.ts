@@ -29,22 +29,20 @@ const SHARED_MEANINGS: Record<number, string> = {
 const json = (schema: object, example?: object) => ({ "application/json": { schema, ...(example && { example }) } });
 
 /** An error response with the Error body; its example shows the real status (Swagger UI would show 0). */
-const errorAnswer = (status: number, description: string) => ({
+export const routeError = (status: number, description: string) => ({
   description,
   content: json({ $ref: "#/components/schemas/Error" }, { error: status, message: description }),
 });
 
 /** OpenAPI response objects for error statuses whose meaning is the same on every route. */
 export function errorResponses(...statuses: number[]) {
-  return Object.fromEntries(
-    statuses.map((status) => [status, errorAnswer(status, SHARED_MEANINGS[status] ?? "Error")]),
-  );
+  return Object.fromEntries(statuses.map((status) => [status, routeError(status, SHARED_MEANINGS[status] ?? "Error")]));
 }
 
 /** OpenAPI response objects for error statuses with what they mean on this route. */
 export function routeErrors(meanings: Record<number, string>) {
   return Object.fromEntries(
-    Object.entries(meanings).map(([status, meaning]) => [status, errorAnswer(Number(status), meaning)]),
+    Object.entries(meanings).map(([status, meaning]) => [status, routeError(Number(status), meaning)]),
   );
 }
 

@@ -3,7 +3,7 @@ import type { KeptAnswer, KeyedCreate } from "../core/idempotency";
 import type { NewPlant } from "../core/plant";
 import type { PlantStore } from "../core/stores";
 import { errorJson, HttpError } from "../http/errors";
-import { routeErrors } from "../http/models";
+import { routeError } from "../http/models";
 import { plantETag } from "./etag";
 import { JSON_CONTENT_TYPE, plantJson } from "./fields";
 
@@ -106,11 +106,11 @@ export const IDEMPOTENCY_DOC = {
   replayedHeader: REPLAYED,
   responses: {
     409: {
-      ...routeErrors({
-        409:
-          "You already have a plant with this id; nothing was changed (delete it first to replace it). " +
+      ...routeError(
+        409,
+        "You already have a plant with this id; nothing was changed (delete it first to replace it). " +
           "Or a request with this Idempotency-Key is still being processed: retry after Retry-After",
-      })[409],
+      ),
       headers: {
         ...REPLAYED,
         "Retry-After": {
@@ -119,6 +119,6 @@ export const IDEMPOTENCY_DOC = {
         },
       },
     },
-    ...routeErrors({ 422: "This Idempotency-Key was already used with another request body; nothing was changed" }),
+    422: routeError(422, "This Idempotency-Key was already used with another request body; nothing was changed"),
   },
 };
