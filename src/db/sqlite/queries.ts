@@ -73,10 +73,15 @@ const DELIVERY =
 const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
 
 /**
- * Webhook endpoints and the outbox. A created plant's deliveries are written by a trigger on
- * plants, and recording an attempt applies it by a trigger on webhook_attempts (drizzle/sqlite/0003).
+ * Webhook endpoints and the outbox. A created plant's event is written by a trigger on plants,
+ * deleting an event fans it out into deliveries by a trigger on webhook_events (drizzle/sqlite/0006),
+ * and recording an attempt applies it by a trigger on webhook_attempts (0003, 0005).
  */
 export const WEBHOOK_SQL = {
+  anyEvent: "SELECT 1 AS waiting FROM webhook_events LIMIT 1",
+  /** (count): the oldest events, each fanned out by its delete (the trigger), in creation order. */
+  fanOut: `DELETE FROM webhook_events WHERE seq IN (SELECT seq FROM webhook_events ORDER BY seq LIMIT (?1 + 0))
+    RETURNING seq`,
   listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = ?1 ORDER BY id`,
   ownEndpoint: "SELECT id FROM webhooks WHERE owner_id = ?1 AND id = ?2",
   /** The count and the insert are one statement: one writer at a time, so the cap holds. */

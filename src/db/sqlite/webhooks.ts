@@ -7,7 +7,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { busyJson } from "../../core/webhooks";
+import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./queries";
 import type { Writer } from "./writer";
 
@@ -64,6 +64,12 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
+  const anyEvent = sqlite.prepare<{ waiting: number }, []>(SQL.anyEvent);
+  // A read first: most calls find no event waiting, and then cost the writer nothing.
+  const fanOut = async (count: number) =>
+    anyEvent.get()
+      ? (await writes.run<unknown[]>({ sql: SQL.fanOut, mode: "all", params: [count] }, { bookkeeping: true })).length
+      : 0;
 
   return {
     async register(ownerId, url, secret, max) {
@@ -83,6 +89,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
 
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
+      await fanOutWaiting(fanOut);
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
@@ -96,6 +103,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
+      await fanOutWaiting(fanOut, FAN_OUT_CLAIM_BATCHES);
       const now = clock();
       if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
       const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
