@@ -67,6 +67,7 @@ const MIGRATED = {
     "public.users",
     "public.webhook_attempts",
     "public.webhook_deliveries",
+    "public.webhook_events",
     "public.webhooks",
   ],
 };
@@ -160,6 +161,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       "Table plants: 0 rows",
       "Table rate_limits: 0 rows",
       "Table webhooks: 0 rows",
+      "Table webhook_events: 0 rows",
       "Table webhook_deliveries: 0 rows",
       "Table webhook_attempts: 0 rows",
       "Constraints: all validated",
@@ -174,12 +176,21 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(code).toBe(1);
     expect(lines(stdout)).toContain(`Migrations: 0 applied, ${TAGS.length} pending (${TAGS.join(", ")})`);
     expect(lines(stderr)).toEqual([
-      ...["users", "tokens", "plants", "rate_limits", "webhooks", "webhook_deliveries", "webhook_attempts"].map(
+      ...[
+        "users",
+        "tokens",
+        "plants",
+        "rate_limits",
+        "webhooks",
+        "webhook_events",
+        "webhook_deliveries",
+        "webhook_attempts",
+      ].map(
         (table) => `plant-store: table ${table} is missing or cannot be read`,
       ),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
-    expect(lines(stdout).at(-1)).toBe("8 problems found.");
+    expect(lines(stdout).at(-1)).toBe("9 problems found.");
     expect(await contentsOf(url)).toEqual(EMPTY);
   });
 });
