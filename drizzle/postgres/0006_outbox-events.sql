@@ -6,6 +6,7 @@ CREATE TABLE "webhook_events" (
 	"created_at" timestamp (3) with time zone NOT NULL
 );
 --> statement-breakpoint
+CREATE INDEX "webhook_events_owner_seq_idx" ON "webhook_events" USING btree ("owner_id","seq");--> statement-breakpoint
 -- As on SQLite (drizzle/sqlite/0006): a created plant writes one event when its owner has an
 -- enabled endpoint, with the owner's newest enabled endpoint. Registering takes the owner's
 -- advisory lock, so an owner's endpoints commit in id order and the mark is exact. The fan-out
@@ -32,3 +33,14 @@ END $$;
 --> statement-breakpoint
 CREATE TRIGGER "plants_webhook_events" AFTER INSERT ON "plants"
 	FOR EACH ROW EXECUTE FUNCTION "plants_webhook_events"();
+--> statement-breakpoint
+-- As on SQLite: an owner's last endpoint deleted takes its waiting events with it.
+CREATE FUNCTION "webhooks_drop_events"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM "webhook_events" WHERE "owner_id" = OLD."owner_id"
+		AND NOT EXISTS (SELECT 1 FROM "webhooks" WHERE "owner_id" = OLD."owner_id");
+	RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER "webhooks_drop_events" AFTER DELETE ON "webhooks"
+	FOR EACH ROW EXECUTE FUNCTION "webhooks_drop_events"();

@@ -6,6 +6,7 @@ CREATE TABLE `webhook_events` (
 	`created_at` integer NOT NULL
 );
 --> statement-breakpoint
+CREATE INDEX `webhook_events_owner_seq_idx` ON `webhook_events` (`owner_id`,`seq`);--> statement-breakpoint
 -- The outbox in two steps (docs/decisions/0009-outbox-events.md). A created plant's INSERT now
 -- writes one event (not one delivery per endpoint), and only when its owner has an enabled
 -- endpoint; it records the owner's newest enabled endpoint, so one registered later is left out.
@@ -36,4 +37,12 @@ BEGIN
 	FROM `webhooks`
 	WHERE `owner_id` = OLD.`owner_id` AND `id` <= OLD.`last_webhook_id` AND `disabled_at` IS NULL
 	ORDER BY `id`;
+END;
+--> statement-breakpoint
+-- An owner's last endpoint deleted: its waiting events would give no delivery (an endpoint
+-- registered later has a larger id than any of them), so they go with it.
+CREATE TRIGGER `webhooks_drop_events` AFTER DELETE ON `webhooks`
+BEGIN
+	DELETE FROM `webhook_events` WHERE `owner_id` = OLD.`owner_id`
+		AND NOT EXISTS (SELECT 1 FROM `webhooks` WHERE `owner_id` = OLD.`owner_id`);
 END;

@@ -35,22 +35,26 @@ async function outbox() {
       : [t.sqlite.query(sql).get() as { n: number }];
     return Number(rows[0]?.n);
   };
+  const run = async (sql: string) => {
+    if (session) await session.unsafe(sql);
+    else t.sqlite.run(sql);
+  };
   const register = async (token: string, path: string) => {
     const response = await t.call("POST", "/webhooks", { token, json: { url: `http://127.0.0.1:9${path}` } });
     expect(response.status).toBe(201);
     return ((await response.json()) as { id: number }).id;
   };
-  return { t, count, register };
+  return { t, count, run, register };
 }
 
 /** Claims every due delivery (fanning out what waits first): endpoint id → the plant ids it gets. */
-async function claimAll(store: WebhookStore) {
+async function claimAll(store: WebhookStore, circuit = { failures: 1_000_000, restMs: 0 }) {
   const claimed = await store.claimDue({
     count: 100_000,
     leaseMs: 3_600_000,
     perEndpoint: 100_000,
     busy: new Map(),
-    circuit: { failures: 1_000_000, restMs: 0 },
+    circuit,
   });
   const plants = new Map<number, number[]>();
   for (const delivery of claimed.sort((a, b) => a.seq - b.seq)) {
@@ -103,6 +107,38 @@ describe(`the outbox's events (${ENGINE})`, () => {
         [late, [3]],
       ]),
     );
+  });
+
+  test("while every endpoint of an owner rests with deliveries pending its events wait, one row each; its log or a closed circuit fans them out", async () => {
+    const o = await outbox();
+    const circuit = { failures: 5, restMs: 30_000 };
+    const alice = await o.t.user("alice");
+    const endpoint = await o.register(alice.token, "/down");
+    await o.t.createPlant("1", "Fern", alice.token);
+    expect(await claimAll(o.t.stores.webhooks, circuit)).toEqual(new Map([[endpoint, [1]]]));
+    // Its circuit opens (5 failures in a row, just now); the claimed delivery is still pending.
+    const now = onPostgres ? "now()" : String(Date.now());
+    await o.run(`UPDATE webhooks SET consecutive_failures = 5, last_failed_at = ${now}`);
+    for (let id = 2; id <= 4; id++) await o.t.createPlant(String(id), `p${id}`, alice.token);
+    expect(await claimAll(o.t.stores.webhooks, circuit)).toEqual(new Map());
+    expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(3);
+    expect(await o.count("SELECT count(*) AS n FROM webhook_deliveries")).toBe(1);
+    // The owner reads the log: every plant's delivery is in it.
+    const log = await o.t.stores.webhooks.deliveries(alice.id, endpoint, undefined, 10);
+    expect(typeof log === "string" ? log : log.deliveries.length).toBe(4);
+    expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(0);
+    await o.t.createPlant("5", "Moss", alice.token);
+    expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(1);
+    // A 2xx closes the circuit: the next claim fans out what waited, and takes it with the rest.
+    await o.run("UPDATE webhooks SET consecutive_failures = 0");
+    expect(await claimAll(o.t.stores.webhooks, circuit)).toEqual(new Map([[endpoint, [2, 3, 4, 5]]]));
+    expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(0);
+    // An owner's last endpoint deleted takes its waiting events with it.
+    await o.t.createPlant("6", "Ivy", alice.token);
+    await o.run("UPDATE webhooks SET consecutive_failures = 5");
+    expect(await claimAll(o.t.stores.webhooks, circuit)).toEqual(new Map());
+    expect((await o.t.call("DELETE", `/webhooks/${endpoint}`, { token: alice.token })).status).toBe(204);
+    expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(0);
   });
 
   test("deliveries pending before the events' migration survive it and are claimed after", async () => {

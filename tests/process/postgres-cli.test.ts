@@ -185,9 +185,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
         "webhook_events",
         "webhook_deliveries",
         "webhook_attempts",
-      ].map(
-        (table) => `plant-store: table ${table} is missing or cannot be read`,
-      ),
+      ].map((table) => `plant-store: table ${table} is missing or cannot be read`),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
     expect(lines(stdout).at(-1)).toBe("9 problems found.");

@@ -11,8 +11,8 @@ const REGISTER_LOCK_SPACE = 0x7768;
  * `FOR UPDATE SKIP LOCKED`, so each attempt is made by one of them.
  */
 export function createPostgresWebhookStore(client: SQL, clock: () => number): WebhookStore {
-  const fanOut = async (count: number) => {
-    const [{ n }] = (await client.unsafe(WEBHOOK_SQL.fanOut, [count])) as [{ n: number }];
+  const fanOut = (sql: string, other: number) => async (count: number) => {
+    const [{ n }] = (await client.unsafe(sql, [count, other])) as [{ n: number }];
     return n;
   };
   return {
@@ -33,7 +33,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
 
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
-      await fanOutWaiting(fanOut);
+      await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
       const rows = (await client.unsafe(WEBHOOK_SQL.page, [ownerId, webhookId, after ?? null, count + 1])) as PageRow[];
       const first = rows[0];
       if (!first || first.found === 0) return "no-endpoint";
@@ -45,7 +45,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
     },
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      await fanOutWaiting(fanOut, FAN_OUT_CLAIM_BATCHES);
+      await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOut, circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // seq is int8, given as decimal text; it stays far below 2^53.

@@ -91,16 +91,22 @@ export const webhooks = sqliteTable(
  * plant. `last_webhook_id` is the owner's newest enabled endpoint then: an endpoint registered
  * later has a larger id and gets nothing. The dispatcher's claim fans events out into
  * deliveries in batches (deleting an event inserts its deliveries, by a trigger), off the
- * request's path. No AUTOINCREMENT: it would write sqlite_sequence on every create.
+ * request's path, except while every endpoint of the owner rests with deliveries pending.
+ * No AUTOINCREMENT: it would write sqlite_sequence on every create.
  */
-export const webhookEvents = sqliteTable("webhook_events", {
-  seq: integer("seq").primaryKey(),
-  ownerId: integer("owner_id").notNull(),
-  lastWebhookId: integer("last_webhook_id").notNull(),
-  /** The exact body to send: the NewPlant as stored. */
-  payload: text("payload").notNull(),
-  createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
-});
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    seq: integer("seq").primaryKey(),
+    ownerId: integer("owner_id").notNull(),
+    lastWebhookId: integer("last_webhook_id").notNull(),
+    /** The exact body to send: the NewPlant as stored. */
+    payload: text("payload").notNull(),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+  },
+  // Owner by owner: a claim fans out only the events of owners with an endpoint taking attempts.
+  (table) => [index("webhook_events_owner_seq_idx").on(table.ownerId, table.seq)],
+);
 
 /**
  * The outbox: one row per created plant per endpoint, fanned out from webhook_events.

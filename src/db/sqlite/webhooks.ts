@@ -64,12 +64,12 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
-  const anyEvent = sqlite.prepare<{ waiting: number }, []>(SQL.anyEvent);
-  // A read first: most calls find no event waiting, and then cost the writer nothing.
-  const fanOut = async (count: number) =>
-    anyEvent.get()
-      ? (await writes.run<unknown[]>({ sql: SQL.fanOut, mode: "all", params: [count] }, { bookkeeping: true })).length
-      : 0;
+  const anyEvent = sqlite.prepare<{ waiting: number }, [number]>(SQL.anyEvent);
+  const fanOutWrite = async (sql: string, params: number[]) =>
+    (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
+  // A read first: most claims find no event to fan out, and then cost the writer nothing.
+  const fanOutForClaim = (failures: number) => (count: number) =>
+    anyEvent.get(failures) ? fanOutWrite(SQL.fanOut, [count, failures]) : Promise.resolve(0);
 
   return {
     async register(ownerId, url, secret, max) {
@@ -89,7 +89,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
 
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
-      await fanOutWaiting(fanOut);
+      await fanOutWaiting((count) => fanOutWrite(SQL.fanOutOwner, [ownerId, count]));
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
@@ -103,7 +103,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      await fanOutWaiting(fanOut, FAN_OUT_CLAIM_BATCHES);
+      await fanOutWaiting(fanOutForClaim(circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const now = clock();
       if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
       const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
