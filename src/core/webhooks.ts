@@ -125,8 +125,8 @@ export interface WebhookStore {
   /** Records an attempt; a second record of the same attempt changes nothing. */
   recordAttempt(record: AttemptRecord): Promise<void>;
   /**
-   * Deliveries still to be made, over every endpoint (events not yet fanned out not counted: the
-   * next claim fans them out). Grows with the outbox: not for a scrape;
+   * Deliveries still to be made, over every endpoint, a created plant whose deliveries are not
+   * written yet (its event) counted once. Grows with the outbox: not for a scrape;
    * it never holds this thread for long (SQLite counts in short steps, PostgreSQL in the server).
    */
   pendingCount(): Promise<number>;

@@ -123,6 +123,8 @@ describe(`the outbox's events (${ENGINE})`, () => {
     expect(await claimAll(o.t.stores.webhooks, circuit)).toEqual(new Map());
     expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(3);
     expect(await o.count("SELECT count(*) AS n FROM webhook_deliveries")).toBe(1);
+    // The pending gauge sees them: the delivery, and each waiting plant once.
+    expect(await o.t.stores.webhooks.pendingCount()).toBe(4);
     // The owner reads the log: every plant's delivery is in it.
     const log = await o.t.stores.webhooks.deliveries(alice.id, endpoint, undefined, 10);
     expect(typeof log === "string" ? log : log.deliveries.length).toBe(4);

@@ -94,7 +94,9 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
     ON CONFLICT DO NOTHING`,
-  pending: "SELECT count(*)::int AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+  /** Pending deliveries, and plants whose deliveries are not written yet (each once). */
+  pending: `SELECT ((SELECT count(*) FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL)
+    + (SELECT count(*) FROM webhook_events))::int AS n`,
   /**
    * (created before, count): the oldest finished deliveries no other instance is removing;
    * attempts go by cascade. `= ANY(ARRAY(…))` keeps the generic plan to key lookups: with

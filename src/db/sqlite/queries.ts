@@ -153,6 +153,9 @@ export const WEBHOOK_SQL = {
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
     ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
+  /** The same for the events waiting (each counted once), along their key: (after seq; step - 1). */
+  eventsStep: "SELECT seq FROM webhook_events WHERE seq > ?1 ORDER BY seq LIMIT 1 OFFSET (?2 + 0)",
+  eventsRest: "SELECT count(*) AS n FROM webhook_events WHERE seq > ?1",
   pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,

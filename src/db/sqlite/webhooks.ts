@@ -61,6 +61,8 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     SQL.pendingStep,
   );
   const pendingRest = sqlite.prepare<{ n: number }, [number, number, number]>(SQL.pendingRest);
+  const eventsStep = sqlite.prepare<{ seq: number }, [number, number]>(SQL.eventsStep);
+  const eventsRest = sqlite.prepare<{ n: number }, [number]>(SQL.eventsRest);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
@@ -140,9 +142,18 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       let after = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
       for (;;) {
         const last = pendingStep.get(after.endpoint, after.at, after.seq, PENDING_STEP - 1);
-        if (!last) return counted + (pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0);
+        if (!last) break;
         counted += PENDING_STEP;
         after = last;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      counted += pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0;
+      // Plants whose deliveries are not written yet, each counted once (its endpoints unknown here).
+      for (let afterSeq = 0; ; ) {
+        const last = eventsStep.get(afterSeq, PENDING_STEP - 1);
+        if (!last) return counted + (eventsRest.get(afterSeq)?.n ?? 0);
+        counted += PENDING_STEP;
+        afterSeq = last.seq;
         await new Promise((resolve) => setImmediate(resolve));
       }
     },
