@@ -6,12 +6,14 @@ import { connect, migrate } from "../../src/db/postgres/client";
 import { createPostgresStores } from "../../src/db/postgres/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { applyMigrations } from "../../src/db/sqlite/migrations";
+import { WEBHOOK_SQL } from "../../src/db/sqlite/queries";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
 import {
   ENGINE,
   emptyPostgresDatabase,
   makeTestApp,
   onPostgres,
+  onSqlite,
   openedStores,
   postgresTarget,
 } from "../support/helpers";
@@ -205,5 +207,21 @@ describe.if(onPostgres)("the fan-out with several instances (postgres)", () => {
     expect([...byEndpoint.values()].map((plants) => plants.sort((a, b) => a - b))).toEqual([all, all, all]);
     expect(await o.count("SELECT count(*) AS n FROM webhook_deliveries")).toBe(1_350);
     expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(0);
+  });
+});
+
+describe.if(onSqlite)("the fan-out's plan (sqlite)", () => {
+  test("owners are the outer loop: a held owner's events are never read, an owner's are found by its index", async () => {
+    const o = await outbox();
+    for (const [sql, params] of [
+      [WEBHOOK_SQL.fanOut, [100, 5]],
+      [WEBHOOK_SQL.anyEvent, [5]],
+    ] as const) {
+      const plan = (o.t.sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>)
+        .map((row) => row.detail)
+        .join("\n");
+      expect(plan).toContain("SEARCH e USING COVERING INDEX webhook_events_owner_seq_idx (owner_id=?)");
+      expect(plan).not.toMatch(/SCAN (e|webhook_events)\b/);
+    }
   });
 });

@@ -76,9 +76,10 @@ const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR 
  * The events `e` of owners `o` whose events a claim fans out (binds the circuit's failures):
  * all but those whose every enabled endpoint rests with deliveries pending. Those deliveries
  * would only wait, so the events wait instead, one small row each, until an endpoint closes.
+ * CROSS JOIN keeps owners the outer loop: a held owner's events are never read.
  */
 const FANNING_OWNERS = (failures: string) => `(SELECT DISTINCT owner_id FROM webhooks) o
-  JOIN webhook_events e ON e.owner_id = o.owner_id
+  CROSS JOIN webhook_events e ON e.owner_id = o.owner_id
   WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
     OR EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL
       AND (w.consecutive_failures < (${failures} + 0)
