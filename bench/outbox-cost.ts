@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { FAN_OUT_EVENTS } from "../src/core/webhooks";
 import { openDatabase } from "../src/db/sqlite/client";
 import { PLANT_SQL, WEBHOOK_SQL } from "../src/db/sqlite/queries";
+import { CIRCUIT_FAILURES } from "../src/webhooks/rules";
 
 const CREATES = Number(process.argv[2] ?? 20_000);
 const DELIVERIES_IN_CREATE = `CREATE TRIGGER plants_webhook_deliveries AFTER INSERT ON plants BEGIN
@@ -60,7 +61,7 @@ for (let round = 0; round < 3; round++) {
       const fanned = process.cpuUsage();
       for (;;) {
         sqlite.run("BEGIN IMMEDIATE");
-        const taken = fanOut.all(FAN_OUT_EVENTS).length;
+        const taken = fanOut.all(FAN_OUT_EVENTS, CIRCUIT_FAILURES).length;
         sqlite.run("COMMIT");
         if (taken < FAN_OUT_EVENTS) break;
       }
