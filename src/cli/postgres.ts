@@ -10,6 +10,7 @@ const OWN_TABLES = [
   "plants",
   "rate_limits",
   "webhooks",
+  "webhook_events",
   "webhook_deliveries",
   "webhook_attempts",
   "idempotency_keys",

@@ -30,8 +30,8 @@ export interface DispatcherOptions {
 
 /**
  * Sends due deliveries in the background: claims a batch (a lease, so other instances skip
- * it), makes each attempt with its own timeout, records it. Nothing here is on a request's
- * path: a create only wakes it. Claims are fair (core/webhooks.ts, ClaimRequest): an endpoint
+ * it; the claim first fans created plants' events out into deliveries), makes each attempt
+ * with its own timeout, records it. Nothing here is on a request's path: a create only wakes it. Claims are fair (core/webhooks.ts, ClaimRequest): an endpoint
  * holds at most `perEndpoint` slots, owners take turns, and an endpoint that keeps failing
  * rests, so one user's dead or slow receivers never keep another's waiting; and attempts start
  * within a budget per second, so they never crowd out the API.

@@ -68,6 +68,7 @@ const MIGRATED = {
     "public.users",
     "public.webhook_attempts",
     "public.webhook_deliveries",
+    "public.webhook_events",
     "public.webhooks",
   ],
 };
@@ -161,6 +162,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       "Table plants: 0 rows",
       "Table rate_limits: 0 rows",
       "Table webhooks: 0 rows",
+      "Table webhook_events: 0 rows",
       "Table webhook_deliveries: 0 rows",
       "Table webhook_attempts: 0 rows",
       "Table idempotency_keys: 0 rows",
@@ -182,6 +184,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
         "plants",
         "rate_limits",
         "webhooks",
+        "webhook_events",
         "webhook_deliveries",
         "webhook_attempts",
         "idempotency_keys",

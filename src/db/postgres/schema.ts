@@ -73,6 +73,18 @@ export const webhooks = pgTable(
   (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
 );
 
+export const webhookEvents = pgTable(
+  "webhook_events",
+  {
+    seq: bigint("seq", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    ownerId: integer("owner_id").notNull(),
+    lastWebhookId: integer("last_webhook_id").notNull(),
+    payload: text("payload").notNull(),
+    createdAt: time("created_at").notNull(),
+  },
+  (table) => [index("webhook_events_owner_seq_idx").on(table.ownerId, table.seq)],
+);
+
 export const webhookDeliveries = pgTable(
   "webhook_deliveries",
   {

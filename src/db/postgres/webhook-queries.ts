@@ -3,10 +3,44 @@ const ENDPOINT = `id, url, created_at AS "createdAt", disabled_at IS NOT NULL AS
 const DELIVERY = `id, status, attempts, last_status AS "lastStatus", created_at AS "createdAt", next_attempt_at AS "nextAttemptAt"`;
 
 /**
- * Webhook endpoints and the outbox (the triggers are in drizzle/postgres/0003). Claims and leases
+ * Fans out the events `chosen` selects (their seqs, locked), in one statement: each event gives
+ * one delivery per endpoint of its owner enabled when the plant was created (an id up to
+ * `last_webhook_id`) and still enabled, and is deleted with it; another instance skips the
+ * events it holds, so each is fanned out once. The id is as before: `msg_`, 12 hex digits of
+ * the creation time in ms, 20 random hex digits.
+ */
+const fanOutOf = (chosen: string) => `WITH events AS (
+    DELETE FROM webhook_events WHERE seq = ANY(ARRAY(${chosen}))
+    RETURNING seq, owner_id, last_webhook_id, payload, created_at
+  ), fanned AS (
+    INSERT INTO webhook_deliveries (id, webhook_id, payload, created_at, next_attempt_at)
+    SELECT 'msg_' || lpad(to_hex((extract(epoch FROM e.created_at) * 1000)::bigint), 12, '0')
+        || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20),
+      w.id, e.payload, e.created_at, e.created_at
+    FROM events e JOIN webhooks w
+      ON w.owner_id = e.owner_id AND w.id <= e.last_webhook_id AND w.disabled_at IS NULL
+    ORDER BY e.seq, w.id
+    RETURNING 1
+  )
+  SELECT count(*)::int AS n FROM events`;
+
+/**
+ * Webhook endpoints and the outbox (the triggers are in drizzle/postgres/0003, 0005, 0007). Claims and leases
  * use the database's clock, which every instance shares.
  */
 export const WEBHOOK_SQL = {
+  /** (count, circuit failures): as on SQLite (src/db/sqlite/queries.ts), owner by owner. */
+  fanOut: fanOutOf(`SELECT e.seq FROM (SELECT DISTINCT owner_id FROM webhooks) o
+      JOIN webhook_events e ON e.owner_id = o.owner_id
+      WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
+        OR EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL
+          AND (w.consecutive_failures < $2
+            OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))
+      ORDER BY e.owner_id, e.seq LIMIT $1 FOR UPDATE OF e SKIP LOCKED`),
+  /** (count, owner): the owner's events, whatever its endpoints' state: its log is read. */
+  fanOutOwner: fanOutOf(
+    `SELECT seq FROM webhook_events WHERE owner_id = $2 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+  ),
   /** Per owner, so the endpoint cap holds across instances. */
   registerLock: "SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
   countOwn: "SELECT count(*)::int AS n FROM webhooks WHERE owner_id = $1",
@@ -60,7 +94,9 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
     ON CONFLICT DO NOTHING`,
-  pending: "SELECT count(*)::int AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
+  /** Pending deliveries, and plants whose deliveries are not written yet (each once). */
+  pending: `SELECT ((SELECT count(*) FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL)
+    + (SELECT count(*) FROM webhook_events))::int AS n`,
   /**
    * (created before, count): the oldest finished deliveries no other instance is removing;
    * attempts go by cascade. `= ANY(ARRAY(…))` keeps the generic plan to key lookups: with

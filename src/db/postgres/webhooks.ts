@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
-import { busyJson } from "../../core/webhooks";
+import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
 /** A key space for the per-owner advisory lock that keeps the endpoint cap exact across instances ("wh"). */
@@ -11,6 +11,10 @@ const REGISTER_LOCK_SPACE = 0x7768;
  * `FOR UPDATE SKIP LOCKED`, so each attempt is made by one of them.
  */
 export function createPostgresWebhookStore(client: SQL, clock: () => number): WebhookStore {
+  const fanOut = (sql: string, other: number) => async (count: number) => {
+    const [{ n }] = (await client.unsafe(sql, [count, other])) as [{ n: number }];
+    return n;
+  };
   return {
     register: (ownerId, url, secret, max) =>
       client.begin(async (tx) => {
@@ -29,6 +33,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
 
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
+      await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
       const rows = (await client.unsafe(WEBHOOK_SQL.page, [ownerId, webhookId, after ?? null, count + 1])) as PageRow[];
       const first = rows[0];
       if (!first || first.found === 0) return "no-endpoint";
@@ -40,6 +45,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
     },
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
+      await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOut, circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // seq is int8, given as decimal text; it stays far below 2^53.

@@ -100,10 +100,34 @@ const DELIVERY =
 const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
 
 /**
- * Webhook endpoints and the outbox. A created plant's deliveries are written by a trigger on
- * plants, and recording an attempt applies it by a trigger on webhook_attempts (drizzle/sqlite/0003).
+ * The events `e` of owners `o` whose events a claim fans out (binds the circuit's failures):
+ * all but those whose every enabled endpoint rests with deliveries pending. Those deliveries
+ * would only wait, so the events wait instead, one small row each, until an endpoint closes.
+ * CROSS JOIN keeps owners the outer loop: a held owner's events are never read.
+ */
+const FANNING_OWNERS = (failures: string) => `(SELECT DISTINCT owner_id FROM webhooks) o
+  CROSS JOIN webhook_events e ON e.owner_id = o.owner_id
+  WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
+    OR EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL
+      AND (w.consecutive_failures < (${failures} + 0)
+        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))`;
+
+/**
+ * Webhook endpoints and the outbox. A created plant's event is written by a trigger on plants,
+ * deleting an event fans it out into deliveries by a trigger on webhook_events (drizzle/sqlite/0007),
+ * and recording an attempt applies it by a trigger on webhook_attempts (0003, 0005).
  */
 export const WEBHOOK_SQL = {
+  /** (circuit failures): whether a claim has events to fan out. */
+  anyEvent: `SELECT 1 AS waiting FROM ${FANNING_OWNERS("?1")} LIMIT 1`,
+  /** (count, circuit failures): events a claim fans out, each by its delete (the trigger), owner by owner in creation order. */
+  fanOut: `DELETE FROM webhook_events WHERE seq IN (
+      SELECT e.seq FROM ${FANNING_OWNERS("?2")} ORDER BY e.owner_id, e.seq LIMIT (?1 + 0)
+    ) RETURNING seq`,
+  /** (owner, count): the owner's events, whatever its endpoints' state: its log is read. */
+  fanOutOwner: `DELETE FROM webhook_events WHERE seq IN (
+      SELECT seq FROM webhook_events WHERE owner_id = ?1 ORDER BY seq LIMIT (?2 + 0)
+    ) RETURNING seq`,
   listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = ?1 ORDER BY id`,
   ownEndpoint: "SELECT id FROM webhooks WHERE owner_id = ?1 AND id = ?2",
   /** The count and the insert are one statement: one writer at a time, so the cap holds. */
@@ -157,6 +181,9 @@ export const WEBHOOK_SQL = {
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
     ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
+  /** The same for the events waiting (each counted once), along their key: (after seq; step - 1). */
+  eventsStep: "SELECT seq FROM webhook_events WHERE seq > ?1 ORDER BY seq LIMIT 1 OFFSET (?2 + 0)",
+  eventsRest: "SELECT count(*) AS n FROM webhook_events WHERE seq > ?1",
   pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,

@@ -86,10 +86,33 @@ export const webhooks = sqliteTable(
 );
 
 /**
- * The outbox: one row per created plant per enabled endpoint of its owner, written by a
- * trigger on plants in the plant's own statement (drizzle/sqlite/0003). `next_attempt_at` is
- * set exactly while the delivery is pending; a claimed one has it moved past the attempt.
- * Delivered and failed ones go with their attempts once WEBHOOK_RETENTION_DAYS old.
+ * The outbox's inbox: one row per created plant whose owner has an enabled endpoint, written by
+ * a trigger on plants in the plant's own statement (drizzle/sqlite/0007), so it commits with the
+ * plant. `last_webhook_id` is the owner's newest enabled endpoint then: an endpoint registered
+ * later has a larger id and gets nothing. The dispatcher's claim fans events out into
+ * deliveries in batches (deleting an event inserts its deliveries, by a trigger), off the
+ * request's path, except while every endpoint of the owner rests with deliveries pending.
+ * No AUTOINCREMENT: it would write sqlite_sequence on every create.
+ */
+export const webhookEvents = sqliteTable(
+  "webhook_events",
+  {
+    seq: integer("seq").primaryKey(),
+    ownerId: integer("owner_id").notNull(),
+    lastWebhookId: integer("last_webhook_id").notNull(),
+    /** The exact body to send: the NewPlant as stored. */
+    payload: text("payload").notNull(),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+  },
+  // Owner by owner: a claim fans out only the events of owners with an endpoint taking attempts.
+  (table) => [index("webhook_events_owner_seq_idx").on(table.ownerId, table.seq)],
+);
+
+/**
+ * The outbox: one row per created plant per endpoint, fanned out from webhook_events.
+ * `next_attempt_at` is set exactly while the delivery is pending; a claimed one has it moved
+ * past the attempt. Delivered and failed ones go with their attempts once
+ * WEBHOOK_RETENTION_DAYS old.
  */
 export const webhookDeliveries = sqliteTable(
   "webhook_deliveries",

@@ -7,7 +7,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { busyJson } from "../../core/webhooks";
+import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./queries";
 import type { Writer } from "./writer";
 
@@ -61,9 +61,17 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     SQL.pendingStep,
   );
   const pendingRest = sqlite.prepare<{ n: number }, [number, number, number]>(SQL.pendingRest);
+  const eventsStep = sqlite.prepare<{ seq: number }, [number, number]>(SQL.eventsStep);
+  const eventsRest = sqlite.prepare<{ n: number }, [number]>(SQL.eventsRest);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
+  const anyEvent = sqlite.prepare<{ waiting: number }, [number]>(SQL.anyEvent);
+  const fanOutWrite = async (sql: string, params: number[]) =>
+    (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
+  // A read first: most claims find no event to fan out, and then cost the writer nothing.
+  const fanOutForClaim = (failures: number) => (count: number) =>
+    anyEvent.get(failures) ? fanOutWrite(SQL.fanOut, [count, failures]) : Promise.resolve(0);
 
   return {
     async register(ownerId, url, secret, max) {
@@ -83,6 +91,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
 
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
+      await fanOutWaiting((count) => fanOutWrite(SQL.fanOutOwner, [ownerId, count]));
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
@@ -96,6 +105,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
+      await fanOutWaiting(fanOutForClaim(circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const now = clock();
       if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
       const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
@@ -132,9 +142,18 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       let after = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
       for (;;) {
         const last = pendingStep.get(after.endpoint, after.at, after.seq, PENDING_STEP - 1);
-        if (!last) return counted + (pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0);
+        if (!last) break;
         counted += PENDING_STEP;
         after = last;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      counted += pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0;
+      // Plants whose deliveries are not written yet, each counted once (its endpoints unknown here).
+      for (let afterSeq = 0; ; ) {
+        const last = eventsStep.get(afterSeq, PENDING_STEP - 1);
+        if (!last) return counted + (eventsRest.get(afterSeq)?.n ?? 0);
+        counted += PENDING_STEP;
+        afterSeq = last.seq;
         await new Promise((resolve) => setImmediate(resolve));
       }
     },
