@@ -191,7 +191,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       ].map((table) => `plant-store: table ${table} is missing or cannot be read`),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
-    expect(lines(stdout).at(-1)).toBe("9 problems found.");
+    expect(lines(stdout).at(-1)).toBe("10 problems found.");
     expect(await contentsOf(url)).toEqual(EMPTY);
   });
 });
