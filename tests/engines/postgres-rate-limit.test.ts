@@ -68,7 +68,12 @@ describe.if(onPostgres)("the per-token limit on PostgreSQL", () => {
 
   test("a lock on rate_limits held by another session: requests are served at once, never 503; logged once; counted again once the lock is gone", async () => {
     const now = 1_000_000;
-    const t = await makeTestApp({ rateLimitPerMinute: 3, now: () => now, statementTimeoutMs: 5_000 });
+    const t = await makeTestApp({
+      rateLimitPerMinute: 3,
+      now: () => now,
+      statementTimeoutMs: 5_000,
+      limiterWaitMs: LIMITER_WAIT_MS,
+    });
     const token = await t.tokenFor("alice");
     expect(await statuses(t, token, 1)).toEqual([200]);
     const other = new SQL(t.postgresUrl as string, { max: 1 });
@@ -92,7 +97,7 @@ describe.if(onPostgres)("the per-token limit on PostgreSQL", () => {
 
   test("the limiter's statement fails (its table is gone): requests are served, logged once; the limit counts again once it answers", async () => {
     const now = 1_000_000;
-    const t = await makeTestApp({ rateLimitPerMinute: 3, now: () => now });
+    const t = await makeTestApp({ rateLimitPerMinute: 3, now: () => now, limiterWaitMs: LIMITER_WAIT_MS });
     const token = await t.tokenFor("alice");
     expect(await statuses(t, token, 1)).toEqual([200]);
     const admin = new SQL(t.postgresUrl as string, { max: 1 });

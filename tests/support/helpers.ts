@@ -138,6 +138,8 @@ export async function freshStores(options: {
   maxQueued: number;
   lockTimeoutMs: number;
   statementTimeoutMs?: number;
+  /** On PostgreSQL, how long a request waits for the shared rate-limit bucket (the default lets it go ahead after 200 ms). */
+  limiterWaitMs?: number;
   /** On PostgreSQL, what the stores get in place of their pool (a proxy that fails some statements). */
   wrapPostgresClient?: (client: SQL) => SQL;
 }) {
@@ -167,7 +169,9 @@ export async function freshStores(options: {
  * only, for the tests that are about that engine.
  */
 export async function makeTestApp(
-  options: Partial<AppConfig & { maxInFlight: number; writeLockTimeoutMs: number; statementTimeoutMs: number }> & {
+  options: Partial<
+    AppConfig & { maxInFlight: number; writeLockTimeoutMs: number; statementTimeoutMs: number; limiterWaitMs: number }
+  > & {
     now?: () => number;
     logWith?: (ops: AppOps) => FaultLog;
     onPlantCreated?: () => void;
@@ -186,6 +190,9 @@ export async function makeTestApp(
     maxQueued: options.maxInFlight ?? 1024,
     lockTimeoutMs: options.writeLockTimeoutMs ?? 5_000,
     statementTimeoutMs: options.statementTimeoutMs,
+    // Counts are under test: a busy machine must not let a request go ahead unasked (fail-open
+    // tests ask for the service's own wait).
+    limiterWaitMs: options.limiterWaitMs ?? 60_000,
     wrapPostgresClient: options.wrapPostgresClient,
   });
   const ops = createOps(stores);

@@ -21,6 +21,8 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /** Store calls waiting at once past which new ones get 503 (MAX_IN_FLIGHT). */
   maxInFlight?: number;
+  /** How long a request waits for the shared rate-limit bucket before going ahead (rate-limit.ts). */
+  limiterWaitMs?: number;
 }
 
 const FIRST_SIZE_READ_MS = 1_000;
@@ -32,7 +34,14 @@ const FIRST_SIZE_READ_MS = 1_000;
  */
 export function createPostgresStores(
   client: SQL,
-  { clock = Date.now, log, deadlineMs = 15_000, poolSize = 10, maxInFlight = 1024 }: PostgresStoreOptions,
+  {
+    clock = Date.now,
+    log,
+    deadlineMs = 15_000,
+    poolSize = 10,
+    maxInFlight = 1024,
+    limiterWaitMs,
+  }: PostgresStoreOptions,
 ): Stores {
   const deadline = createDeadline(deadlineMs, poolSize, maxInFlight);
   const space = createSpaceWatch(client, log);
@@ -76,7 +85,8 @@ export function createPostgresStores(
       },
     },
     // Not held to the deadline: the limiter bounds its own wait and lets requests go ahead (rate-limit.ts).
-    requestLimiter: (perMinute, limiterClock) => createPostgresRateLimiter(client, perMinute, limiterClock, { log }),
+    requestLimiter: (perMinute, limiterClock) =>
+      createPostgresRateLimiter(client, perMinute, limiterClock, { log, waitMs: limiterWaitMs }),
     async close() {
       try {
         await client.close({ timeout: 5 });
