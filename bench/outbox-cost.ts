@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FAN_OUT_EVENTS } from "../src/core/webhooks";
 import { openDatabase } from "../src/db/sqlite/client";
-import { PLANT_SQL, WEBHOOK_SQL } from "../src/db/sqlite/queries";
+import { PLANT_SQL } from "../src/db/sqlite/queries";
+import { WEBHOOK_SQL } from "../src/db/sqlite/webhook-queries";
 import { CIRCUIT_FAILURES } from "../src/webhooks/rules";
 
 const CREATES = Number(process.argv[2] ?? 20_000);

@@ -11,7 +11,7 @@ import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../src/db/sqlite/client";
-import { WEBHOOK_SQL } from "../src/db/sqlite/queries";
+import { WEBHOOK_SQL } from "../src/db/sqlite/webhook-queries";
 import { createSqliteWebhookStore } from "../src/db/sqlite/webhooks";
 import { inThreadWriter } from "../src/db/sqlite/writer";
 import { RETENTION_BATCH } from "../src/webhooks/retention";

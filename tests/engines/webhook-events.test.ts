@@ -6,8 +6,8 @@ import { connect, migrate } from "../../src/db/postgres/client";
 import { createPostgresStores } from "../../src/db/postgres/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { applyMigrations } from "../../src/db/sqlite/migrations";
-import { WEBHOOK_SQL } from "../../src/db/sqlite/queries";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
+import { WEBHOOK_SQL } from "../../src/db/sqlite/webhook-queries";
 import {
   ENGINE,
   emptyPostgresDatabase,

@@ -4,7 +4,7 @@ import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../../src/co
 import { connect } from "../../src/db/postgres/client";
 import { createPostgresStores } from "../../src/db/postgres/stores";
 import { WEBHOOK_SQL as POSTGRES_SQL } from "../../src/db/postgres/webhook-queries";
-import { WEBHOOK_SQL as SQLITE_SQL } from "../../src/db/sqlite/queries";
+import { WEBHOOK_SQL as SQLITE_SQL } from "../../src/db/sqlite/webhook-queries";
 import {
   createDeliveryRetention,
   RETENTION_BATCH,

@@ -29,7 +29,7 @@ const fanOutOf = (chosen: string) => `WITH events AS (
  * use the database's clock, which every instance shares.
  */
 export const WEBHOOK_SQL = {
-  /** (count, circuit failures): as on SQLite (src/db/sqlite/queries.ts), owner by owner. */
+  /** (count, circuit failures): as on SQLite (src/db/sqlite/webhook-queries.ts), owner by owner. */
   fanOut: fanOutOf(`SELECT e.seq FROM (SELECT DISTINCT owner_id FROM webhooks) o
       JOIN webhook_events e ON e.owner_id = o.owner_id
       WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
@@ -60,7 +60,7 @@ export const WEBHOOK_SQL = {
     ) d ON true`,
   /**
    * (circuit failures, circuit rest ms, lease ms, count, per endpoint, busy as
-   * {"<endpoint id>": attempts in flight}): as on SQLite (src/db/sqlite/queries.ts), each
+   * {"<endpoint id>": attempts in flight}): as on SQLite (src/db/sqlite/webhook-queries.ts), each
    * endpoint's room, its oldest due deliveries up to it, then owner by owner in turn. Rows another
    * instance is claiming are skipped; a claimed row is not due again until its lease ends.
    */

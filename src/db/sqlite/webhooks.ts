@@ -8,7 +8,7 @@ import type {
   WebhookStore,
 } from "../../core/stores";
 import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutWaiting } from "../../core/webhooks";
-import { WEBHOOK_SQL as SQL } from "./queries";
+import { WEBHOOK_SQL as SQL } from "./webhook-queries";
 import type { Writer } from "./writer";
 
 interface EndpointRow {
