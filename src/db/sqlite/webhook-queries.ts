@@ -1,0 +1,118 @@
+/*
+ * The webhook stores' statements on SQLite (endpoints, the outbox, claims, attempts), written
+ * as in queries.ts: a bound value in a WHERE or LIMIT as `(?n + 0)` or `(?n || '')`.
+ */
+
+const ENDPOINT = "id, url, created_at AS createdAt, disabled_at AS disabledAt";
+const DELIVERY =
+  "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
+
+/**
+ * The endpoints that take attempts now, `w` (binds ?1 now, ?2 and ?3 the circuit's failures and
+ * rest): enabled, and not resting after a run of failed attempts.
+ */
+const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
+
+/**
+ * The events `e` of owners `o` whose events a claim fans out (binds the circuit's failures):
+ * all but those whose every enabled endpoint rests with deliveries pending. Those deliveries
+ * would only wait, so the events wait instead, one small row each, until an endpoint closes.
+ * CROSS JOIN keeps owners the outer loop: a held owner's events are never read.
+ */
+const FANNING_OWNERS = (failures: string) => `(SELECT DISTINCT owner_id FROM webhooks) o
+  CROSS JOIN webhook_events e ON e.owner_id = o.owner_id
+  WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
+    OR EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL
+      AND (w.consecutive_failures < (${failures} + 0)
+        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))`;
+
+/**
+ * Webhook endpoints and the outbox. A created plant's event is written by a trigger on plants,
+ * deleting an event fans it out into deliveries by a trigger on webhook_events (drizzle/sqlite/0007),
+ * and recording an attempt applies it by a trigger on webhook_attempts (0003, 0005).
+ */
+export const WEBHOOK_SQL = {
+  /** (circuit failures): whether a claim has events to fan out. */
+  anyEvent: `SELECT 1 AS waiting FROM ${FANNING_OWNERS("?1")} LIMIT 1`,
+  /** (count, circuit failures): events a claim fans out, each by its delete (the trigger), owner by owner in creation order. */
+  fanOut: `DELETE FROM webhook_events WHERE seq IN (
+      SELECT e.seq FROM ${FANNING_OWNERS("?2")} ORDER BY e.owner_id, e.seq LIMIT (?1 + 0)
+    ) RETURNING seq`,
+  /** (owner, count): the owner's events, whatever its endpoints' state: its log is read. */
+  fanOutOwner: `DELETE FROM webhook_events WHERE seq IN (
+      SELECT seq FROM webhook_events WHERE owner_id = ?1 ORDER BY seq LIMIT (?2 + 0)
+    ) RETURNING seq`,
+  listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = ?1 ORDER BY id`,
+  ownEndpoint: "SELECT id FROM webhooks WHERE owner_id = ?1 AND id = ?2",
+  /** The count and the insert are one statement: one writer at a time, so the cap holds. */
+  register: `INSERT INTO webhooks (owner_id, url, secret, created_at)
+    SELECT ?1, ?2, ?3, ?4 WHERE (SELECT count(*) FROM webhooks WHERE owner_id = ?1) < ?5
+    RETURNING ${ENDPOINT}`,
+  remove: "DELETE FROM webhooks WHERE owner_id = ?1 AND id = ?2 RETURNING id",
+  seqOf: "SELECT seq FROM webhook_deliveries WHERE webhook_id = ?1 AND id = ?2",
+  page: `SELECT ${DELIVERY} FROM webhook_deliveries WHERE webhook_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
+  /** Most polls find nothing due: a read answers that without a write. Binds ?1–?3 as `claim` does. */
+  anyDue: `SELECT 1 AS due FROM webhooks w WHERE ${TAKING}
+    AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE webhook_id = w.id AND next_attempt_at <= (?1 + 0)) LIMIT 1`,
+  /**
+   * (now, circuit failures, circuit rest ms, lease end, count, per endpoint, busy as
+   * {"<endpoint id>": attempts in flight}): each endpoint's room (one while its circuit probes),
+   * its oldest due deliveries up to that room, then owner by owner in turn (an owner's endpoints
+   * in turn within it), oldest first in each turn (core/webhooks.ts, ClaimRequest).
+   */
+  claim: `WITH busy AS (SELECT CAST(key AS INTEGER) AS webhook_id, value AS n FROM json_each(?7)),
+    endpoints AS (
+      SELECT * FROM (
+        SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= ?2 THEN 1 ELSE ?6 END - coalesce(busy.n, 0) AS room
+        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id WHERE ${TAKING}
+      ) WHERE room > 0
+    ),
+    due AS (
+      SELECT d.seq, d.next_attempt_at, e.owner_id, e.room,
+        row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
+      FROM endpoints e JOIN webhook_deliveries d ON d.seq IN (
+        SELECT seq FROM webhook_deliveries WHERE webhook_id = e.id AND next_attempt_at <= (?1 + 0)
+        ORDER BY next_attempt_at LIMIT (?6 + 0)
+      )
+    ),
+    fair AS (
+      SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
+      FROM due WHERE turn <= room
+    )
+    UPDATE webhook_deliveries SET next_attempt_at = ?4
+    WHERE seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT (?5 + 0))
+    RETURNING seq, id, webhook_id AS webhookId, payload, attempts`,
+  endpointSecret: "SELECT url, secret FROM webhooks WHERE id = ?1",
+  /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
+  recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
+    ON CONFLICT DO NOTHING`,
+  /**
+   * The pending count in steps along the endpoint-due index: (after webhook_id, next_attempt_at, seq; step - 1)
+   * gives the step's last entry, or none when fewer are left; `pendingRest` counts those.
+   */
+  pendingStep: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL
+      AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
+    ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
+  /** The same for the events waiting (each counted once), along their key: (after seq; step - 1). */
+  eventsStep: "SELECT seq FROM webhook_events WHERE seq > ?1 ORDER BY seq LIMIT 1 OFFSET (?2 + 0)",
+  eventsRest: "SELECT count(*) AS n FROM webhook_events WHERE seq > ?1",
+  pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL
+      AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,
+  /** (created before, count): the oldest finished deliveries by their own index; attempts go by cascade. */
+  pruneFinished: `DELETE FROM webhook_deliveries WHERE seq IN (
+      SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < (?1 + 0)
+      ORDER BY created_at LIMIT (?2 + 0)
+    ) RETURNING seq`,
+  endpointExists: "SELECT id FROM webhooks WHERE id = ?1",
+  failed: `SELECT ${DELIVERY},
+      (SELECT error FROM webhook_attempts a WHERE a.delivery_seq = d.seq ORDER BY attempt DESC LIMIT 1) AS lastError
+    FROM webhook_deliveries d WHERE webhook_id = ?1 AND status = 'failed' ORDER BY seq`,
+  redeliver: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?1
+    WHERE id = ?2 AND status = 'failed' AND (SELECT disabled_at FROM webhooks WHERE webhooks.id = webhook_id) IS NULL
+    RETURNING status`,
+  deliveryState: `SELECT d.status, w.disabled_at AS disabledAt FROM webhook_deliveries d
+    JOIN webhooks w ON w.id = d.webhook_id WHERE d.id = ?1`,
+};
