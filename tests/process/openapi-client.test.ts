@@ -90,6 +90,25 @@ export async function safeRename(baseUrl: string, token: string) {
   };
 }
 
+/** A safe retried create: the same Idempotency-Key and body replays the first answer; another body is 422. */
+export async function safeRetry(baseUrl: string, token: string) {
+  const client = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${token}\` } });
+  const header = { "Idempotency-Key": "retry-20" };
+  const first = await client.POST("/plants", { params: { header }, body: { id: 20, name: "Fern" } });
+  const again = await client.POST("/plants", { params: { header }, body: { id: 20, name: "Fern" } });
+  const other = await client.POST("/plants", { params: { header }, body: { id: 21, name: "Ivy" } });
+  const replayedPlant: Plant | undefined = again.data;
+  return {
+    first: { status: first.response.status, plant: first.data },
+    again: {
+      status: again.response.status,
+      plant: replayedPlant,
+      replayed: again.response.headers.get("idempotent-replayed"),
+    },
+    other: { status: other.response.status, error: other.error?.error },
+  };
+}
+
 /** Never called: each call is a type error, or the check fails on an unused directive. */
 export function misuses(client: Client<paths>) {
   // @ts-expect-error name must be a string
@@ -100,6 +119,8 @@ export function misuses(client: Client<paths>) {
   void client.GET("/plants", { params: { query: { limit: "ten" } } });
   // @ts-expect-error the id path parameter is required
   void client.DELETE("/plants/{id}", {});
+  // @ts-expect-error Idempotency-Key is a string
+  void client.POST("/plants", { params: { header: { "Idempotency-Key": 7 } }, body: { id: 4, name: "Key" } });
   // @ts-expect-error If-Match is a string
   void client.PATCH("/plants/{id}", { params: { path: { id: 1 }, header: { "If-Match": 5 } }, body: {} });
   // @ts-expect-error a PATCH name must be a string
@@ -219,6 +240,15 @@ describe("a client generated from openapi.json (openapi-typescript + openapi-fet
         stale: { status: 412, error: 412, message: expect.any(String) },
         replaced: { status: 200, plant: { name: "Oak" }, etag: expect.stringMatching(/^"[^"]+"$/) },
         storedAsPut: true,
+      });
+
+      const retries: { safeRetry(baseUrl: string, token: string): Promise<unknown> } = await import(
+        join(dir, "client.ts")
+      );
+      expect(await retries.safeRetry(server.url, token)).toEqual({
+        first: { status: 200, plant: { name: "Fern" } },
+        again: { status: 200, plant: { name: "Fern" }, replayed: "true" },
+        other: { status: 422, error: 422 },
       });
     } finally {
       await server.stop();
