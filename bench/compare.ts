@@ -51,7 +51,7 @@ import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluste
 import { runBehaviourChecks } from "./checks";
 import { CONNECTIONS, ENGINE } from "./options";
 import { SCENARIOS, type Scenario, SEED_PER_USER } from "./rounds";
-import { fail, fmt, median, memoryKiB, onFail, seedOverHttp } from "./targets";
+import { cpuSeconds, fail, fmt, median, memoryKiB, onFail, seedOverHttp } from "./targets";
 import { type WrkResult, wrk } from "./wrk";
 
 const USAGE =
@@ -400,18 +400,7 @@ function defaultRateLimitOf(dir: string): number | undefined {
   return values.size === 1 ? Number([...values][0]) : undefined;
 }
 
-/** /proc's clock ticks per second (USER_HZ). */
-const TICKS = 100;
-
-/** User plus system CPU seconds of a process, all its threads; NaN once it is gone. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] as string).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
-  } catch {
-    return Number.NaN;
-  }
-}
+const cpuSecondsOf = (pid: number) => cpuSeconds(pid) ?? Number.NaN;
 
 const share = (result: WrkResult, seconds: number) =>
   result.rps > 0 ? Math.min(1, (result.non2xx + result.errors) / (result.rps * seconds)) : 1;
@@ -681,7 +670,7 @@ async function main() {
               `round ${round} ${scenario.padEnd(5)} ${side.label} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx} (${percent(share(result, options.seconds))})  socket errors ${result.errors}`,
             );
           idBase += 1_000_000_000;
-          let cpuBefore = cpuSeconds(pidOf(side));
+          let cpuBefore = cpuSecondsOf(pidOf(side));
           let result = await load(side, scenario, options.seconds, idBase);
           line(result);
           // Refused over NON_2XX_WARN (the machine got faster than the tokens were sized for):
@@ -697,14 +686,14 @@ async function main() {
             console.log(note);
             tokenNotes.push(note);
             idBase += 1_000_000_000;
-            cpuBefore = cpuSeconds(pidOf(side));
+            cpuBefore = cpuSecondsOf(pidOf(side));
             result = await load(side, scenario, options.seconds, idBase);
             line(result);
             repeatMs += performance.now() - began;
           }
           side.results[scenario].push(result);
           const answered = result.rps * options.seconds;
-          side.cpuPerRequest[scenario].push((1e6 * (cpuSeconds(pidOf(side)) - cpuBefore)) / answered);
+          side.cpuPerRequest[scenario].push((1e6 * (cpuSecondsOf(pidOf(side)) - cpuBefore)) / answered);
         }
       }
       for (const side of sides) side.rssRounds.push(await memoryKiB(pidOf(side), "VmHWM"));

@@ -5,26 +5,16 @@
  *
  *   bun bench/cpu-split.ts
  */
-import { readFileSync } from "node:fs";
 import { createDatabase, startCluster } from "../scripts/pg-cluster";
 import { runCli, startServer } from "../tests/support/process";
 import { SCENARIOS } from "./rounds";
+import { cpuSeconds } from "./targets";
 import { wrk } from "./wrk";
 
+/** A gone process counts as no CPU. */
+const cpuSecondsOf = (pid: number) => cpuSeconds(pid) ?? 0;
+
 const SECONDS = 5;
-/** /proc's clock ticks per second (USER_HZ, 100 on Linux). */
-const TICKS = 100;
-
-/** User plus system CPU seconds of one process; 0 once it is gone. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] as string).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / TICKS;
-  } catch {
-    return 0;
-  }
-}
-
 const children = (pid: number) =>
   Bun.spawnSync(["pgrep", "-P", String(pid)])
     .stdout.toString()
@@ -35,7 +25,7 @@ const children = (pid: number) =>
 
 /** CPU seconds of a process and everything under it (`bun run` and its server). */
 const treeSeconds = (pid: number): number =>
-  cpuSeconds(pid) + children(pid).reduce((sum, c) => sum + treeSeconds(c), 0);
+  cpuSecondsOf(pid) + children(pid).reduce((sum, c) => sum + treeSeconds(c), 0);
 
 const cluster = await startCluster({ durable: true });
 try {
@@ -56,7 +46,7 @@ try {
   await wrk(server.url, "read", [...tokens, "0"], 2);
   let idBase = 1_000_000_000;
   for (const scenario of SCENARIOS) {
-    const postgresSeconds = () => cluster.serverPids().reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+    const postgresSeconds = () => cluster.serverPids().reduce((sum, pid) => sum + cpuSecondsOf(pid), 0);
     const before = { service: treeSeconds(server.pid), postgres: postgresSeconds() };
     idBase += 1_000_000_000;
     const result = await wrk(server.url, scenario, [...tokens, String(idBase)], SECONDS);

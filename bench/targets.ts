@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 /**
  * What every bench scenario shares: the targets (the service, with its default log level and
  * with LOG_LEVEL=warn, the like-for-like baseline, the bare floor and the usual pick, Fastify +
@@ -214,6 +215,19 @@ export async function cli(args: string[], database: string): Promise<string> {
   ]);
   if (code !== 0) fail(`cli ${args.join(" ")} failed: ${stderr.trim().split("\n").at(-1) ?? ""}`);
   return stdout.trim().split("\n").at(-1) ?? "";
+}
+
+/** /proc's clock ticks per second (USER_HZ, 100 on Linux). */
+const TICKS = 100;
+
+/** User plus system CPU seconds of a process, all its threads, from /proc; undefined once it is gone. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] as string).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / TICKS;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A memory figure of a process, in KiB, from /proc: VmHWM (the peak so far) or VmRSS. */
