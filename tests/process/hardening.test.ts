@@ -95,6 +95,8 @@ describe("a write lock held by another process", () => {
     const auth = { authorization: `Bearer ${tokenOf(server)}` };
     const holder = new Database(dbPath);
     try {
+      // The server may be writing as it starts (its pruners' first batches): wait for the lock.
+      holder.run("PRAGMA busy_timeout = 10000");
       holder.run("BEGIN IMMEDIATE");
       const write = fetch(`${server.url}/plants`, {
         method: "POST",

@@ -99,6 +99,8 @@ describe("the cap on concurrent work", () => {
     const headers = { authorization: `Bearer ${cappedToken}`, "content-type": "application/json" };
     // Another process's write lock keeps the first writes waiting for their commit.
     const holder = new Database(dbPath);
+    // The server may be writing as it starts (its pruners' first batches): wait for the lock.
+    holder.run("PRAGMA busy_timeout = 10000");
     holder.run("BEGIN IMMEDIATE");
     try {
       const answers: Array<{ status: number; body: unknown }> = [];
