@@ -30,9 +30,9 @@ function requestHash(plant: NewPlant): string {
   return createHash("sha256").update(canonical).digest("hex");
 }
 
-/** A kept answer as sent: a plant (2xx) or the Error body, each with its content type. */
+/** A kept answer as sent: a plant (2xx) or the Error body. */
 function answerResponse({ status, body, etag }: KeptAnswer, replayed: boolean): Response {
-  const headers: Record<string, string> = { "content-type": status < 300 ? JSON_CONTENT_TYPE : "application/json" };
+  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
   if (etag !== undefined) headers.etag = etag;
   if (replayed) headers["idempotent-replayed"] = "true";
   return new Response(body, { status, headers });
