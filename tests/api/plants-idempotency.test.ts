@@ -9,24 +9,13 @@ import { StoreUnavailable } from "../../src/core/failures";
 import type { KeyedCreate, KeyedOutcome } from "../../src/core/idempotency";
 import type { NewPlant } from "../../src/core/plant";
 import type { Stores } from "../../src/core/stores";
-import { ENGINE, expectError, makeTestApp, onSqlite, type TestApp } from "../support/helpers";
+import { keptAnswer as answer, ENGINE, expectError, makeTestApp, onSqlite, type TestApp } from "../support/helpers";
 
 const HOUR_MS = 3_600_000;
 const BIG = "9223372036854775807";
 
 function post(t: TestApp, token: string, json: string, key?: string) {
   return t.call("POST", "/plants", { token, json, headers: key === undefined ? {} : { "idempotency-key": key } });
-}
-
-/** Status, the headers a replay must repeat, and the exact body. */
-async function answer(response: Response) {
-  return {
-    status: response.status,
-    contentType: response.headers.get("content-type"),
-    etag: response.headers.get("etag"),
-    replayed: response.headers.get("idempotent-replayed"),
-    body: await response.text(),
-  };
 }
 
 async function plantIds(t: TestApp, token: string): Promise<string> {

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { ENGINE, emptyPostgresDatabase, onPostgres } from "../support/helpers";
+import { keptAnswer as answer, ENGINE, emptyPostgresDatabase, onPostgres } from "../support/helpers";
 import { type RunningServer, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 
@@ -20,16 +20,6 @@ function create(url: string, token: string, json: string, key: string) {
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": key },
     body: json,
   });
-}
-
-async function answer(response: Response) {
-  return {
-    status: response.status,
-    contentType: response.headers.get("content-type"),
-    etag: response.headers.get("etag"),
-    replayed: response.headers.get("idempotent-replayed"),
-    body: await response.text(),
-  };
 }
 
 const ids = async (url: string, token: string) =>

@@ -286,3 +286,14 @@ export function writeClashingDatabase(path: string): void {
   clashing.run("INSERT INTO plants VALUES ('keep me')");
   clashing.close();
 }
+
+/** Status, the headers a replayed create must repeat, and the exact body (Idempotency-Key tests). */
+export async function keptAnswer(response: Response) {
+  return {
+    status: response.status,
+    contentType: response.headers.get("content-type"),
+    etag: response.headers.get("etag"),
+    replayed: response.headers.get("idempotent-replayed"),
+    body: await response.text(),
+  };
+}
