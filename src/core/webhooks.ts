@@ -86,6 +86,15 @@ export async function fanOutWaiting(fanOut: (count: number) => Promise<number>, 
 }
 
 /**
+ * Before a log read: the owner's waiting events fanned out, so the log shows them. A fan-out
+ * that cannot write (a full disk, a held lock) does not cost the read: it shows what is there,
+ * and the dispatcher's claims, which log their failures, fan the events out later.
+ */
+export async function fanOutBeforeReading(fanOut: (count: number) => Promise<number>): Promise<void> {
+  await fanOutWaiting(fanOut).catch(() => 0);
+}
+
+/**
  * Webhook endpoints and their outbox. A created plant's statement writes one event when its
  * owner has an enabled endpoint (a trigger per engine, in the plant's transaction); the event
  * is fanned out into one delivery per endpoint that was enabled then and still is, off the

@@ -145,6 +145,30 @@ describe(`the outbox's events (${ENGINE})`, () => {
     expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(0);
   });
 
+  test("a fan-out that cannot write does not cost the log read: 200 with what is there; the events wait for a later one", async () => {
+    const o = await outbox();
+    const alice = await o.t.user("alice");
+    const endpoint = await o.register(alice.token, "/a");
+    await o.t.createPlant("1", "Fern", alice.token);
+    expect(await claimAll(o.t.stores.webhooks)).toEqual(new Map([[endpoint, [1]]]));
+    await o.t.createPlant("2", "Ivy", alice.token);
+    // Every fan-out now fails, as on a full disk: the statement that takes events errs.
+    await o.run(
+      onPostgres
+        ? `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no room'; END $$;
+           CREATE TRIGGER refuse BEFORE DELETE ON webhook_events FOR EACH ROW EXECUTE FUNCTION refuse()`
+        : "CREATE TRIGGER refuse BEFORE DELETE ON webhook_events BEGIN SELECT RAISE(ABORT, 'no room'); END",
+    );
+    const log = await o.t.call("GET", `/webhooks/${endpoint}/deliveries`, { token: alice.token });
+    expect(log.status).toBe(200);
+    expect(((await log.json()) as unknown[]).length).toBe(1);
+    expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(1);
+    // Once the fan-out can write again, the next read shows the waiting plant's delivery.
+    await o.run("DROP TRIGGER refuse" + (onPostgres ? " ON webhook_events" : ""));
+    const later = await o.t.call("GET", `/webhooks/${endpoint}/deliveries`, { token: alice.token });
+    expect(((await later.json()) as unknown[]).length).toBe(2);
+  });
+
   test("deliveries pending before the events' migration survive it and are claimed after", async () => {
     const before = MIGRATIONS[ENGINE].findIndex((migration) => migration.tag.endsWith("outbox-events"));
     expect(before).toBeGreaterThan(0);

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
-import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutWaiting } from "../../core/webhooks";
+import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
 /** A key space for the per-owner advisory lock that keeps the endpoint cap exact across instances ("wh"). */
@@ -33,7 +33,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
 
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
-      await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
+      await fanOutBeforeReading(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
       const rows = (await client.unsafe(WEBHOOK_SQL.page, [ownerId, webhookId, after ?? null, count + 1])) as PageRow[];
       const first = rows[0];
       if (!first || first.found === 0) return "no-endpoint";

@@ -7,7 +7,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutWaiting } from "../../core/webhooks";
+import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
 import type { Writer } from "./writer";
 
@@ -91,7 +91,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
 
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
-      await fanOutWaiting((count) => fanOutWrite(SQL.fanOutOwner, [ownerId, count]));
+      await fanOutBeforeReading((count) => fanOutWrite(SQL.fanOutOwner, [ownerId, count]));
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
