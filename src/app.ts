@@ -54,10 +54,7 @@ export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()): 
   return { notes, metrics: createMetrics(stores.status.figures), lifecycle: { state: "ready" } };
 }
 
-/**
- * What is refused before routing: a fragment in the target (Elysia would route on it). A
- * declared body over the limit is refused by the route, once the caller is authenticated.
- */
+/** A fragment in the target is refused before routing: Elysia would route on it. */
 function refuseEarly(request: Request): Response | undefined {
   if (request.url.includes("#")) {
     return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");

@@ -98,17 +98,13 @@ async function main() {
 
   let stopping = false;
   async function shutdown(signal: string) {
-    // Repeats are ignored, not taken as "exit now": Ctrl-C under `bun run start` reaches this
-    // process twice at once, from the terminal and forwarded by `bun run` (seen 2026-11-26).
+    // Ctrl-C under `bun run start` arrives twice (terminal and `bun run`): not an "exit now".
     if (stopping) return;
     stopping = true;
     ops.lifecycle.state = "draining";
     lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
-    // One deadline for both: requests in flight, then webhook attempts in flight, which are
-    // recorded if they end in time (any other is made again after its lease). The dispatcher
-    // goes on sending while the requests drain, and gets what is left of the deadline; given a
-    // full one of its own after the drain, a hanging receiver made the exit take twice
-    // SHUTDOWN_TIMEOUT_MS.
+    // One deadline for the drain and the webhook attempts in flight, so a hanging receiver
+    // cannot double it; an attempt cut off is made again after its lease.
     const deadline = performance.now() + config.shutdownTimeoutMs;
     const cutOff = await running.drain(config.shutdownTimeoutMs);
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
@@ -130,8 +126,7 @@ async function main() {
   }
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
-  // The first token is handed to the operator on the console, once, as SPEC asks: it is plain
-  // text rather than a log record, so log shippers that parse JSON lines pass it by.
+  // Plain text, not a log record: log shippers that parse JSON lines pass the token by.
   if (issued) {
     console.log(`First start: created user "${issued.user}" with this token (shown once, store it now):`);
     console.log(issued.token);

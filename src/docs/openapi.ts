@@ -16,11 +16,7 @@ export interface ApiDocsOptions {
   persistAuthorization: boolean;
 }
 
-/**
- * The document for every route of the app `docs` is part of. The generator is loaded here, on
- * the first request for the document, rather than at start: its import was about a tenth of
- * a cold start.
- */
+/** The document for every route of the app `docs` is part of; the generator loads on first demand, not at start. */
 async function buildDocument(docs: AnyElysia): Promise<Document> {
   const { toOpenAPISchema } = await import("@elysiajs/openapi");
   const { paths, components } = toOpenAPISchema(docs, undefined, undefined, undefined, OPENAPI_VERSION);

@@ -58,11 +58,7 @@ function options(level: LogLevel): pino.LoggerOptions {
   };
 }
 
-/**
- * JSON lines on stdout through pino's buffered destination, or "pretty" lines for a developer's
- * terminal (pino-pretty, loaded only then); `destination` replaces stdout (tests). `flush`
- * writes out the buffer before the process exits.
- */
+/** JSON lines on stdout (buffered; `flush` before exit), or pino-pretty's lines, loaded only then. */
 export async function createLogger({ level, format, destination }: LoggerOptions) {
   const stdout = destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096 });
   if (stdout) setInterval(() => stdout.flush(), FLUSH_EVERY_MS).unref();
@@ -85,19 +81,13 @@ export async function createLogger({ level, format, destination }: LoggerOptions
   return { logger, access, flush };
 }
 
-/**
- * The app's fault log on top of the logger: the line carries the id of the request that
- * failed. Whoever catches a fault passes it through `faultDetail` first (no query values).
- */
+/** Fault lines carry the failed request's id; callers pass faults through `faultDetail` first. */
 export function faultLog(logger: Logger, notes: RequestNotes) {
   return (message: string, detail: unknown, request?: Request) =>
     logger.error({ reqId: request && notes.get(request)?.id, err: detail }, message);
 }
 
-/**
- * For start, drain and stop: an operator (and a supervisor waiting for "listening") sees them
- * even when LOG_LEVEL=warn hides the request lines. Only "silent" silences them.
- */
+/** Start, drain and stop lines show even at LOG_LEVEL=warn (supervisors wait for them); "silent" hides them. */
 export function lifecycleLogger(logger: Logger): Logger {
   const quieterThanInfo = !logger.isLevelEnabled("info") && logger.level !== "silent";
   return quieterThanInfo ? logger.child({}, { level: "info" }) : logger;

@@ -30,9 +30,8 @@ const MAX_LOGGED_PATH = 200;
 const shortened = (path: string) => (path.length > MAX_LOGGED_PATH ? `${path.slice(0, MAX_LOGGED_PATH)}…` : path);
 
 /**
- * Gives every request an id (echoed as X-Request-Id), then writes its one access-log line and
- * counts it in the metrics. The line holds the route pattern, never the query, headers or body;
- * a 404's line also holds the path, which is what the operator needs to see (a client's typo).
+ * Gives every request an id (echoed as X-Request-Id), one access-log line and its metrics. The
+ * line holds the route pattern, never the query, headers or body; a 404's also holds the path.
  */
 export function observed(handle: Handler, { access, notes, metrics, routes }: ObserveDeps): ObservedHandler {
   function finish(request: Request, note: RequestNote, started: number, response: Response): Response {
