@@ -9,21 +9,16 @@ export type DatabaseTarget =
   | {
       engine: "postgres";
       url: string;
-      /** Connections each instance keeps at most (DB_POOL_SIZE). */
       poolSize: number;
-      /** How long opening a connection may take (DB_CONNECT_TIMEOUT_MS). */
       connectTimeoutMs: number;
-      /** How long one statement may run before PostgreSQL cancels it (DB_STATEMENT_TIMEOUT_MS). */
       statementTimeoutMs: number;
     };
 
-/** What opening the stores needs to know (a part of the service's configuration). */
+/** The part of the configuration that opening the stores needs (settings: src/config.ts). */
 export interface StoreConfig {
   database: DatabaseTarget;
   synchronous: SynchronousMode;
-  /** Writes in flight past which new ones get 503 (MAX_IN_FLIGHT). */
   maxInFlight: number;
-  /** How long a SQLite write waits for another process's write lock (WRITE_LOCK_TIMEOUT_MS). */
   writeLockTimeoutMs: number;
 }
 

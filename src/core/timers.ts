@@ -1,4 +1,4 @@
-/** The clock and the timer that timed work runs on: the system's, but in tests (tests/support/clock.ts). */
+/** Injected so tests can drive time (tests/support/clock.ts). */
 export interface Timers {
   now(): number;
   setTimeout(callback: () => void, ms: number): { unref(): unknown };

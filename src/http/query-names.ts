@@ -1,10 +1,8 @@
 import { HttpError } from "./errors";
 
 /**
- * Refuses a query parameter the operation does not take, or one given twice: Elysia would
- * ignore the first and keep the last of a repeated one, so `?offset=20` or `?limit=5&limit=50`
- * would quietly answer something the client did not ask for. Names only are read here; values
- * are the schema's. `hint` ends the message for an unknown parameter.
+ * Refuses an unknown or repeated query parameter: Elysia keeps the last of a repeated one, so
+ * `?limit=5&limit=50` would quietly answer something not asked for. Values are the schema's.
  */
 export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint: string): void {
   const start = url.indexOf("?");

@@ -2,7 +2,6 @@ import type { Plant } from "../core/plant";
 import type { PlantPage } from "../core/stores";
 import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 
-/** The fields a plant can carry, in the order an answer writes them. */
 const FIELD_ORDER = ["id", "name", "tag"] as const;
 export type Fields = ReadonlyArray<(typeof FIELD_ORDER)[number]>;
 
@@ -10,7 +9,7 @@ export { JSON_CONTENT_TYPE };
 
 const HINT = "give a comma-separated subset of id,name,tag, each once, e.g. fields=id,name";
 
-/** `fields` as given: the names asked for, in the answer's order; 400 naming an unknown or repeated one. */
+/** The names asked for, in the answer's order; 400 naming an unknown or repeated one. */
 export function parseFields(value: string): Fields {
   if (value === "") throw new HttpError(400, `fields: empty; ${HINT}`);
   const asked = new Set<string>();
@@ -26,7 +25,7 @@ export function parseFields(value: string): Fields {
   return FIELD_ORDER.filter((field) => asked.has(field));
 }
 
-/** `fields` of a one-plant request, read from its URL (no query schema, so a plain GET pays nothing). */
+/** Read from the URL (no query schema, so a plain GET pays nothing). */
 export function fieldsOf(url: string): Fields | undefined {
   if (!url.includes("?")) return undefined;
   const given = new URL(url).searchParams.getAll("fields");
@@ -34,10 +33,7 @@ export function fieldsOf(url: string): Fields | undefined {
   return given.length === 0 ? undefined : parseFields(given[0] as string);
 }
 
-/**
- * One plant's JSON with only `fields`. The id is written from the bigint's digits, never
- * through a JS number, so it is exact over the whole int64 range; a plant without a tag has none.
- */
+/** The id is written from the bigint's digits, never through a JS number, so it stays exact. */
 export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant): string {
   let json = "";
   for (const field of fields) {
@@ -48,10 +44,8 @@ export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant):
   return `{${json.slice(1)}}`;
 }
 
-/** A page's plants as a JSON array with only `fields` (the page read with its ids when `id` is one). */
 export function pageJson(fields: Fields, page: PlantPage): string {
   return `[${page.plants.map((plant, i) => plantJson(fields, page.ids?.[i], plant)).join(",")}]`;
 }
 
-/** Whether the store must read the plants' ids for these fields. */
 export const needsIds = (fields: Fields | undefined) => fields?.includes("id") === true;

@@ -28,14 +28,12 @@ export interface PlantRoutesDeps {
   notes: RequestNotes;
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
-  /** IDEMPOTENCY_TTL_HOURS, and the clock a kept answer's age is read on. */
   idempotency: { ttlHours: number; clock: () => number };
 }
 
 /*
- * Responses are documented in `detail` rather than declared as `response` schemas: handlers
- * return values typed from the same models, and skipping Elysia's response validation keeps
- * the hot path lean. The generator also cannot document a body-less 204 from a schema.
+ * Responses are documented in `detail`, not declared as `response` schemas: skipping response
+ * validation keeps the hot path lean, and the generator cannot document a body-less 204.
  */
 export function plantRoutes(deps: PlantRoutesDeps) {
   const { plants, body: bodyLimits, metrics, log, idempotency } = deps;
@@ -90,7 +88,6 @@ export function plantRoutes(deps: PlantRoutesDeps) {
           onFault: faultLoggerFor(request),
           fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
-        // A limit within one chunk is one statement; anything longer may be streamed (list-answer.ts).
         // A long list may be a streamed Response of the same array.
         if (list.limit === undefined || list.limit > plants.listChunkSize)
           return (await longList(plants, list)) as Plant[];

@@ -1,18 +1,16 @@
-/**
- * Which addresses a webhook may be sent to: public unicast only. Written out rather than with
- * node:net's BlockList, which matches every IPv4 address against an IPv6 rule for
- * `::ffff:0:0/96` (IPv4-mapped), so one list cannot hold both families' rules.
+/*
+ * Webhooks go to public unicast only. Not node:net's BlockList: it matches every IPv4 address
+ * against an IPv6 `::ffff:0:0/96` rule, so one list cannot hold both families' rules.
  */
 
 let net: typeof import("node:net") | undefined;
 
-/** node:net's isIP (0, 4 or 6), node:net loaded on first use: only webhooks need it, and a start would pay for it. */
+/** node:net's isIP, loaded on first use: only webhooks need it, and a start would pay for it. */
 export function isIP(text: string): number {
   net ??= require("node:net") as typeof import("node:net");
   return net.isIP(text);
 }
 
-/** An address as a number: IPv4 in 32 bits, IPv6 in 128. */
 function ipv4Bits(text: string): bigint {
   return text.split(".").reduce((value, part) => (value << 8n) | BigInt(Number(part)), 0n);
 }
@@ -73,10 +71,7 @@ const IPV6_REFUSED = [
   "3fff::/20", // documentation
 ].map((cidr) => range(cidr, 128, ipv6Bits));
 
-/**
- * True when `address` (an IP literal) is public unicast. Outside 2000::/3 no IPv6 address is
- * (loopback, IPv4-mapped and -compatible, NAT64, unique-local, link-local, multicast…).
- */
+/** Outside 2000::/3 no IPv6 address is public (loopback, IPv4-mapped, NAT64, unique-local…). */
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) {
