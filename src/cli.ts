@@ -3,7 +3,6 @@ import { CommandError } from "./cli/database";
 import { ConfigError } from "./config";
 import { faultSummary } from "./core/fault";
 
-/** The operator's commands (tokens, backup, check, migrate, failed webhooks); src/cli/ holds their parts. */
 try {
   process.exitCode = await run(process.argv.slice(2));
 } catch (error) {
