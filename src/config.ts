@@ -110,10 +110,7 @@ function originList(raw: string | undefined): string[] {
     .map((origin) => origin.trim())
     .filter((origin) => origin !== "");
   for (const origin of origins) {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {}
+    const parsed = URL.parse(origin);
     if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
       throw new ConfigError("CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com");
     }

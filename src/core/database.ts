@@ -37,13 +37,10 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
 
 /** The URL as messages show it: never its password. */
 export function withoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "the PostgreSQL URL";
-  }
+  const parsed = URL.parse(url);
+  if (!parsed) return "the PostgreSQL URL";
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
 }
 
 export function databaseFrom(env: Env): DatabaseTarget {
@@ -53,12 +50,8 @@ export function databaseFrom(env: Env): DatabaseTarget {
     if (path === "") throw new ConfigError("DATABASE_URL must not be empty");
     return { engine: "sqlite", path };
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
-  }
+  const parsed = URL.parse(url);
+  if (!parsed) throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
   if (!parsed.hostname && !parsed.searchParams.get("host")) {
     throw new ConfigError("DATABASE_URL must name the PostgreSQL host: postgres://user:password@host:5432/database");
   }

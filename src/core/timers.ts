@@ -8,3 +8,16 @@ export const systemTimers: Timers = {
   now: () => performance.now(),
   setTimeout: (callback, ms) => setTimeout(callback, ms),
 };
+
+/** `promise`, or a rejection with `timeout()` once `ms` have passed without it. */
+export async function within<T>(promise: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
+  let timer: Timer | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeout()), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,3 +1,4 @@
+import { within } from "../core/timers";
 import { HttpError } from "./errors";
 
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
@@ -80,18 +81,12 @@ async function collect(request: Request, limitBytes: number): Promise<Uint8Array
 async function readBody(request: Request, { limitBytes, timeoutMs }: BodyLimits): Promise<Uint8Array> {
   if (declaredTooLarge(request, limitBytes)) throw tooLarge(limitBytes);
   if (request.body === null) return new Uint8Array(0);
-  let timer: Timer | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(bodyTimedOut(timeoutMs)), timeoutMs);
-  });
   try {
-    return await Promise.race([collect(request, limitBytes), deadline]);
+    return await within(collect(request, limitBytes), timeoutMs, () => bodyTimedOut(timeoutMs));
   } catch (error) {
     if (error instanceof HttpError) throw error;
     // The client went away mid-body: it will not see this answer, but it is its failure, not ours.
     throw new HttpError(400, "body: the connection ended before the whole body arrived");
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -4,8 +4,7 @@ import { TypeRegistry } from "elysia/type-system";
 
 import { INT64_MAX, INT64_MIN } from "../core/plant";
 
-export { INT64_MAX, INT64_MIN };
-export const INT32_MAX = 2_147_483_647;
+const INT32_MAX = 2_147_483_647;
 
 /*
  * Elysia coerces numeric strings ("0x10", " 5") into integers and JSON.parse rounds past 2^53:

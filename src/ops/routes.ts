@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { StoreFailureKind } from "../core/failures";
 import { faultDetail } from "../core/fault";
 import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../core/health";
+import { within } from "../core/timers";
 import { errorResponse } from "../http/errors";
 
 export interface Lifecycle {
@@ -32,18 +33,6 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
 /** A load balancer's probe waits about this long; a ping that takes longer counts as no answer. */
 const PING_DEADLINE_MS = 2_000;
 
-async function withDeadline(value: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: Timer | undefined;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([value, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** Unauthenticated, outside the rate limit, and left out of the OpenAPI document. */
 export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }: OpsRoutesDeps) {
   return new Elysia({ name: "ops" })
@@ -63,7 +52,7 @@ export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }
           return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
         }
         try {
-          await withDeadline(pingDatabase(), PING_DEADLINE_MS);
+          await within(pingDatabase(), PING_DEADLINE_MS, () => new Error(`no answer within ${PING_DEADLINE_MS} ms`));
         } catch (error) {
           log("readiness check: the database does not answer", faultDetail(error), request);
           return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });

@@ -1,31 +1,23 @@
-import type { AuthLimits } from "../auth/plugin";
 import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
-import type { PlantStore, TokenStore } from "../core/stores";
 import { HttpError } from "../http/errors";
-import { type BodyLimits, jsonBody } from "../http/json-body";
+import { jsonBody } from "../http/json-body";
 import { errorResponses, modelResponse, routeErrors } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
-import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
 import { parseFields } from "./fields";
 import { IDEMPOTENCY_DOC, idempotencyKeyOf, keyedCreates, TAKEN_MESSAGE } from "./idempotency";
 import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery } from "./model";
-import { onePlantRoutes, plantBase } from "./one-plant-routes";
+import { type OnePlantDeps, onePlantRoutes, plantBase } from "./one-plant-routes";
 import { ETAG_HEADER } from "./route-docs";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag", "fields"]);
 const LIST_PARAMETERS_HINT =
   "this operation takes limit, after, tag and fields. To page, give limit and follow the Link header, or pass after=<the last id you have>";
 
-export interface PlantRoutesDeps {
-  plants: PlantStore;
-  tokens: TokenStore;
-  limits: AuthLimits;
-  body: BodyLimits;
-  notes: RequestNotes;
+export interface PlantRoutesDeps extends OnePlantDeps {
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
   idempotency: { ttlHours: number; clock: () => number };

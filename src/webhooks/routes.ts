@@ -31,13 +31,8 @@ export interface WebhookRoutesDeps {
 
 /** The URL as stored, or a 400; each attempt checks the address again, as what a name resolves to can change. */
 async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolver | undefined): Promise<string> {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new HttpError(400, "url: must be an absolute http or https URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
+  const url = URL.parse(text);
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
     throw new HttpError(400, "url: must be an absolute http or https URL");
   }
   if (url.username !== "" || url.password !== "") {

@@ -75,12 +75,8 @@ export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
 }
 
 function parse(text: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new Error("url: not an absolute URL");
-  }
+  const url = URL.parse(text);
+  if (!url) throw new Error("url: not an absolute URL");
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("url: the scheme must be http or https");
   return url;
 }
