@@ -1,4 +1,5 @@
-import { overview, run, UsageError, usage } from "./cli/args";
+import { overview, run, usage } from "./cli/args";
+import { UsageError } from "./cli/command";
 import { CommandError } from "./cli/database";
 import { ConfigError } from "./config";
 import { faultSummary } from "./core/fault";

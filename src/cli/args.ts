@@ -1,10 +1,7 @@
 import { parseArgs } from "node:util";
-import type { Command } from "./command";
-import { UsageError } from "./command";
+import { type Command, UsageError } from "./command";
 import { COMMANDS } from "./commands";
 import { PROGRAM } from "./format";
-
-export { UsageError };
 
 const DATABASE_NOTE = "The database is the server's: DATABASE_URL (default ./data/plants.sqlite).";
 

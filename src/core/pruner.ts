@@ -18,6 +18,9 @@ export interface PrunerOptions {
   timers?: Timers;
 }
 
+/** What a pruner's owner passes on. */
+export type PrunerContext = Pick<PrunerOptions, "log" | "clock" | "timers">;
+
 /**
  * Removes records past their age in small batches off the request path (one short statement each,
  * so the database never holds a long one); a failure is logged once per streak.

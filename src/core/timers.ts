@@ -9,6 +9,13 @@ export const systemTimers: Timers = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
 };
 
+/**
+ * A turn of the event loop between a stream's chunks: Bun pulls again as soon as the socket takes
+ * the bytes, so without it a long list holds every other request (`bun bench/big-list.ts`).
+ * setImmediate, as setTimeout(0) waits at least 1 ms.
+ */
+export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** `promise`, or a rejection with `timeout()` once `ms` have passed without it. */
 export async function within<T>(promise: Promise<T>, ms: number, timeout: () => Error): Promise<T> {
   let timer: Timer | undefined;

@@ -1,11 +1,10 @@
 import type { Plant } from "../core/plant";
 import type { PlantPage } from "../core/stores";
-import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import { HttpError } from "../http/errors";
+import { shownName } from "../http/query-names";
 
 const FIELD_ORDER = ["id", "name", "tag"] as const;
 export type Fields = ReadonlyArray<(typeof FIELD_ORDER)[number]>;
-
-export { JSON_CONTENT_TYPE };
 
 const HINT = "give a comma-separated subset of id,name,tag, each once, e.g. fields=id,name";
 
@@ -15,8 +14,7 @@ export function parseFields(value: string): Fields {
   const asked = new Set<string>();
   for (const name of value.split(",")) {
     if (!(FIELD_ORDER as readonly string[]).includes(name)) {
-      // The name is the client's: it is named only when it is short and plain.
-      const shown = name === "" ? "an empty name" : /^[A-Za-z0-9_.-]{1,32}$/.test(name) ? name : "a name";
+      const shown = name === "" ? "an empty name" : shownName(name, "a name");
       throw new HttpError(400, `fields: ${shown} is not a field of a plant; ${HINT}`);
     }
     if (asked.has(name)) throw new HttpError(400, `fields: ${name} is given more than once; ${HINT}`);

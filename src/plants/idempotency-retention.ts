@@ -1,29 +1,17 @@
-import type { FaultLog } from "../core/fault";
-import { createPruner } from "../core/pruner";
+import { createPruner, type PrunerContext } from "../core/pruner";
 import type { PlantStore } from "../core/stores";
-import type { Timers } from "../core/timers";
 
-const HOUR_MS = 3_600_000;
-
-export interface IdempotencyRetentionOptions {
-  store: Pick<PlantStore, "pruneIdempotencyKeys">;
-  hours: number;
-  log: FaultLog;
-  clock?: () => number;
-  timers?: Timers;
-}
+type Options = PrunerContext & { store: Pick<PlantStore, "pruneIdempotencyKeys">; hours: number };
 
 /** An expired record is never replayed anyway: the pruner only keeps the table small. */
-export function createIdempotencyRetention({ store, hours, log, clock, timers }: IdempotencyRetentionOptions) {
+export function createIdempotencyRetention({ store, hours, ...context }: Options) {
   return createPruner({
     what: "expired idempotency keys",
     prune: (before, limit) => store.pruneIdempotencyKeys(before, limit),
-    keepMs: hours * HOUR_MS,
+    keepMs: hours * 3_600_000,
     batchSize: 100,
     pauseMs: 50,
     everyMs: 60_000,
-    log,
-    clock,
-    timers,
+    ...context,
   });
 }

@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import type { KeptAnswer, KeyedCreate } from "../core/idempotency";
 import type { NewPlant } from "../core/plant";
 import type { PlantStore } from "../core/stores";
-import { errorJson, HttpError } from "../http/errors";
+import { errorJson, HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { routeError } from "../http/models";
 import { plantETag } from "./etag";
-import { JSON_CONTENT_TYPE, plantJson } from "./fields";
+import { plantJson } from "./fields";
 
 /** 1 to 255 visible ASCII characters (SPEC, "Retrying a create safely"). */
 const KEY = /^[\x21-\x7e]{1,255}$/;

@@ -1,6 +1,8 @@
 import type { Plant } from "../core/plant";
 import type { PlantFilter, PlantPage, PlantStore } from "../core/stores";
-import { type Fields, JSON_CONTENT_TYPE, needsIds, pageJson } from "./fields";
+import { nextTurn } from "../core/timers";
+import { JSON_CONTENT_TYPE } from "../http/errors";
+import { type Fields, needsIds, pageJson } from "./fields";
 
 const encoder = new TextEncoder();
 const OPEN = 0x5b; // [
@@ -23,12 +25,6 @@ function piece(chunk: PlantPage, fields: Fields | undefined, started: boolean, l
   bytes[0] = started ? COMMA : OPEN;
   return last ? bytes : bytes.subarray(0, -1);
 }
-
-/**
- * Bun pulls again as soon as the socket takes the bytes, so without a turn between chunks a long
- * list holds every other request (`bun bench/big-list.ts`); setTimeout(0) waits at least 1 ms.
- */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface ListRequest {
   ownerId: number;

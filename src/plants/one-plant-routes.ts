@@ -2,14 +2,14 @@ import { Elysia } from "elysia";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
 import type { Plant } from "../core/plant";
 import type { PlantChange, PlantStore, TokenStore } from "../core/stores";
-import { HttpError } from "../http/errors";
+import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, routeErrors } from "../http/models";
 import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
-import { fieldsOf, JSON_CONTENT_TYPE, plantJson } from "./fields";
+import { fieldsOf, plantJson } from "./fields";
 import { FIELDS_DOC, plantIdParams, plantModels } from "./model";
 import {
   BAD_ID,

@@ -2,17 +2,12 @@ import type { ClaimedDelivery, ClaimRequest } from "../core/stores";
 import { ATTEMPTS_PER_SECOND, CIRCUIT_FAILURES, CIRCUIT_REST_MS, LEASE_MS, PER_ENDPOINT } from "./rules";
 
 /** src/webhooks/rules.ts; tests shorten them. */
-export interface Fairness {
-  perEndpoint: number;
-  circuit: ClaimRequest["circuit"];
-  attemptsPerSecond: number;
-}
-
-export const FAIRNESS: Fairness = {
+export const FAIRNESS = {
   perEndpoint: PER_ENDPOINT,
   circuit: { failures: CIRCUIT_FAILURES, restMs: CIRCUIT_REST_MS },
   attemptsPerSecond: ATTEMPTS_PER_SECOND,
 };
+export type Fairness = typeof FAIRNESS;
 
 /** The dispatcher's next claim: attempts in flight by endpoint, and a token bucket of attempts per second. */
 export function claimPlanner({ perEndpoint, circuit, attemptsPerSecond }: Fairness, clock: () => number) {

@@ -1,10 +1,10 @@
 import type { DeliveryListing, WebhookStore } from "../core/stores";
+import { nextTurn } from "../core/timers";
 import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 
 /** Deliveries read per statement: about 170 KiB of JSON. */
 const CHUNK = 1000;
 const encoder = new TextEncoder();
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface DeliveriesRequest {
   ownerId: number;
