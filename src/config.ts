@@ -89,12 +89,15 @@ function retryDelays(raw: string | undefined): number[] {
   return parts.map(Number);
 }
 
-function trustedProxies(raw: string | undefined): TrustedProxies {
-  const entries = (raw ?? "")
+/** A comma-separated setting's entries, blanks dropped. */
+const entriesOf = (raw: string | undefined) =>
+  (raw ?? "")
     .split(",")
     .map((entry) => entry.trim())
     .filter((entry) => entry !== "");
-  return entries.map((entry) => {
+
+function trustedProxies(raw: string | undefined): TrustedProxies {
+  return entriesOf(raw).map((entry) => {
     const range = parseTrustedProxy(entry);
     if (range) return range;
     const shown = JSON.stringify(entry.length > 60 ? `${entry.slice(0, 60)}…` : entry);
@@ -105,10 +108,7 @@ function trustedProxies(raw: string | undefined): TrustedProxies {
 }
 
 function originList(raw: string | undefined): string[] {
-  const origins = (raw ?? "")
-    .split(",")
-    .map((origin) => origin.trim())
-    .filter((origin) => origin !== "");
+  const origins = entriesOf(raw);
   for (const origin of origins) {
     const parsed = URL.parse(origin);
     if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {

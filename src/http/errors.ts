@@ -18,6 +18,10 @@ export class HttpError extends Error {
 /** What Bun writes for a JSON answer: every JSON answer, errors too, says the same. */
 export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 
+/** A JSON answer's headers, with the next page's Link when there is one. */
+export const jsonHeaders = (link?: string): Record<string, string> =>
+  link ? { "content-type": JSON_CONTENT_TYPE, link } : { "content-type": JSON_CONTENT_TYPE };
+
 export const errorJson = (status: number, message: string) => JSON.stringify({ error: status, message });
 
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {

@@ -44,7 +44,6 @@ export function histogram(bounds: readonly number[]) {
 // A webhook attempt: from a receiver on the same network to one timed out at 10 s.
 const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** What became of one webhook attempt. */
 export type AttemptResult = "delivered" | "retried" | "failed";
 
 /** Webhook deliveries as this instance made them, and the outbox's pending count. */

@@ -1,7 +1,7 @@
 import type { Plant } from "../core/plant";
 import type { PlantFilter, PlantPage, PlantStore } from "../core/stores";
 import { nextTurn } from "../core/timers";
-import { JSON_CONTENT_TYPE } from "../http/errors";
+import { jsonHeaders } from "../http/errors";
 import { type Fields, needsIds, pageJson } from "./fields";
 
 const encoder = new TextEncoder();
@@ -44,9 +44,7 @@ export async function shortPage(
   const page = await plants.listPage(ownerId, filter, limit, undefined, needsIds(fields));
   const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag, fields) : undefined;
   if (fields === undefined) return { plants: page.plants, link };
-  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
-  if (link) headers.link = link;
-  return new Response(pageJson(fields, page), { headers });
+  return new Response(pageJson(fields, page), { headers: jsonHeaders(link) });
 }
 
 /**
@@ -79,8 +77,7 @@ function answer(
   const chunkSize = plants.listChunkSize;
   let remaining = limit ?? Number.POSITIVE_INFINITY;
   let chunk = first;
-  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
-  if (link) headers.link = link;
+  const headers = jsonHeaders(link);
   if (!chunk.more || chunk.plants.length === remaining) {
     if (fields === undefined && !link && upTo === undefined) return chunk.plants;
     return new Response(chunkJson(chunk, fields), { headers });

@@ -29,9 +29,6 @@ export interface PlantRoutesDeps extends OnePlantDeps {
  */
 export function plantRoutes(deps: PlantRoutesDeps) {
   const { plants, body: bodyLimits, metrics, log, idempotency } = deps;
-  const faultLoggerFor = (request: Request) => (error: unknown) => {
-    log("listing plants failed mid-answer", error, request);
-  };
   const keyed = keyedCreates(plants, idempotency.ttlHours, idempotency.clock);
   return onePlantRoutes(plantBase(deps), deps)
     .post(
@@ -77,7 +74,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
           ownerId: user.id,
           filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
           limit: query.limit === undefined ? undefined : Number(query.limit),
-          onFault: faultLoggerFor(request),
+          onFault: (error: unknown) => log("listing plants failed mid-answer", error, request),
           fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
         // A long list may be a streamed Response of the same array.

@@ -1,6 +1,6 @@
 import type { DeliveryListing, WebhookStore } from "../core/stores";
 import { nextTurn } from "../core/timers";
-import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import { HttpError, jsonHeaders } from "../http/errors";
 
 /** Deliveries read per statement: about 170 KiB of JSON. */
 const CHUNK = 1000;
@@ -82,7 +82,5 @@ export async function deliveriesAnswer(
       }
     },
   });
-  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
-  if (link) headers.link = link;
-  return new Response(body, { headers });
+  return new Response(body, { headers: jsonHeaders(link) });
 }

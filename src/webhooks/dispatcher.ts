@@ -89,10 +89,8 @@ export function createDispatcher({
       return;
     }
     running = true;
-    let tickEnded = () => {};
-    ticking = new Promise<void>((resolve) => {
-      tickEnded = resolve;
-    });
+    const { promise, resolve: tickEnded } = Promise.withResolvers<void>();
+    ticking = promise;
     lastTickAt = performance.now();
     let nextMs = pollMs;
     try {
