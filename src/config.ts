@@ -1,13 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parseTrustedProxy, type TrustedProxies } from "./core/client-address";
-import {
-  type DatabaseTarget,
-  databaseFrom,
-  SYNCHRONOUS_MODES,
-  type SynchronousMode,
-  withoutPassword,
-} from "./core/database";
+import { databaseFrom, SYNCHRONOUS_MODES, type SynchronousMode, withoutPassword } from "./core/database";
 import { ConfigError, choiceSetting, type Env, integerSetting } from "./core/settings";
 
 export { ConfigError, withoutPassword };
@@ -18,38 +12,7 @@ const LOG_FORMATS = ["json", "pretty"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Each setting is described in the README's configuration table. */
-export interface Config {
-  port: number;
-  host: string;
-  database: DatabaseTarget;
-  /** The database as messages name it: the path, or the URL without its password. */
-  databaseName: string;
-  synchronous: SynchronousMode;
-  bodyLimitBytes: number;
-  bodyTimeoutMs: number;
-  /** 0 turns every rate limit off, the next one included. */
-  rateLimitPerMinute: number;
-  authFailuresPerMinute: number;
-  trustProxy: TrustedProxies;
-  maxInFlight: number;
-  writeLockTimeoutMs: number;
-  startupTimeoutMs: number;
-  idleTimeoutSeconds: number;
-  shutdownTimeoutMs: number;
-  corsOrigins: string[];
-  logLevel: LogLevel;
-  logFormat: LogFormat;
-  /** Undefined means no metrics listener. */
-  metricsPort: number | undefined;
-  metricsHost: string;
-  metricsToken: string | undefined;
-  swaggerPersistAuthorization: boolean;
-  webhookAllowPrivate: boolean;
-  webhookRetryDelaysMs: number[];
-  /** 0 keeps deliveries forever, as 0 turns other limits off: "keep none" would lose the log. */
-  webhookRetentionDays: number;
-  idempotencyTtlHours: number;
-}
+export type Config = ReturnType<typeof loadConfig>;
 
 function metricsToken(env: Env): string | undefined {
   const raw = env.METRICS_TOKEN?.trim();
@@ -118,7 +81,7 @@ function originList(raw: string | undefined): string[] {
   return origins;
 }
 
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env) {
   const synchronous = (env.DB_SYNCHRONOUS?.trim() || "FULL").toUpperCase();
   if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous)) {
     throw new ConfigError(`DB_SYNCHRONOUS must be one of ${SYNCHRONOUS_MODES.join(", ")}`);
@@ -132,11 +95,13 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     database,
+    /** The database as messages name it: never a password. */
     databaseName: database.engine === "sqlite" ? database.path : withoutPassword(database.url),
     synchronous: synchronous as SynchronousMode,
     bodyLimitBytes: integerSetting(env, "BODY_LIMIT_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     bodyTimeoutMs: integerSetting(env, "BODY_TIMEOUT_MS", 10_000, 100, 600_000),
     rateLimitPerMinute,
+    // 0 turns every rate limit off, this one included.
     authFailuresPerMinute: rateLimitPerMinute === 0 ? 0 : authFailuresPerMinute,
     trustProxy: trustedProxies(env.TRUST_PROXY),
     maxInFlight: integerSetting(env, "MAX_IN_FLIGHT", 1024, 1, 1_000_000),
@@ -154,6 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
       choiceSetting(env, "SWAGGER_PERSIST_AUTHORIZATION", ["true", "false"], "false") === "true",
     webhookAllowPrivate: choiceSetting(env, "WEBHOOK_ALLOW_PRIVATE", ["true", "false"], "false") === "true",
     webhookRetryDelaysMs: retryDelays(env.WEBHOOK_RETRY_DELAYS),
+    // 0 keeps deliveries forever, as 0 turns other limits off: "keep none" would lose the log.
     webhookRetentionDays: integerSetting(env, "WEBHOOK_RETENTION_DAYS", 30, 0, 36_500),
     idempotencyTtlHours: integerSetting(env, "IDEMPOTENCY_TTL_HOURS", 24, 1, 8_760),
   };
