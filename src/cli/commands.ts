@@ -78,7 +78,7 @@ async function check(): Promise<number> {
 async function migrate(): Promise<number> {
   const config = loadConfig();
   if (config.database.engine === "postgres") return postgresMigrate(config.database);
-  const { path, pending } = await withDatabase({ mode: "write", migrate: false }, ({ path, sqlite, db }) => {
+  const { path, pending } = await withDatabase({ mode: "write" }, ({ path, sqlite, db }) => {
     try {
       const { pending } = migrationStatus(sqlite, EMBEDDED_MIGRATIONS);
       applyMigrations(db, EMBEDDED_MIGRATIONS);

@@ -11,9 +11,9 @@ import { ForeignDatabaseError } from "../db/sqlite/ownership";
 /** Worded for the operator: printed as is, exit 1. */
 export class CommandError extends Error {}
 
-type Access = { mode: "read"; purpose: string } | { mode: "write"; migrate: boolean };
+type Access = { mode: "read"; purpose: string } | { mode: "write" };
 
-/** The SQLite file itself: "read" never creates one; "write" creates it and migrates unless told not to. */
+/** The SQLite file itself, not migrated: "read" never creates one; "write" does. */
 export async function withDatabase<T>(
   access: Access,
   use: (database: { path: string } & ReturnType<typeof openDatabase>) => T | Promise<T>,
@@ -35,7 +35,7 @@ export async function withDatabase<T>(
       path,
       synchronous: config.synchronous,
       readonly: access.mode === "read",
-      migrate: access.mode === "write" && access.migrate,
+      migrate: false,
     });
   } catch (error) {
     if (error instanceof ForeignDatabaseError) throw new CommandError(error.message);

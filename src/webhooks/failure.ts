@@ -1,6 +1,6 @@
 const ERROR_LENGTH_LIMIT = 300;
 
-class TimedOut extends Error {
+export class TimedOut extends Error {
   constructor(ms: number) {
     super(`timed out after ${ms} ms`);
   }

@@ -1,5 +1,6 @@
+import { within } from "../core/timers";
 import { isIP, isPublicAddress } from "./address";
-import { deadlineOf, raceSignal, reasonOf } from "./failure";
+import { reasonOf, TimedOut } from "./failure";
 
 export interface Target {
   address: string;
@@ -11,15 +12,11 @@ const RESOLVE_TIMEOUT_MS = 5_000;
 
 /** getaddrinfo cannot be cancelled: a hung lookup is only stopped waiting for. */
 export const systemResolver: Resolver = async (hostname) => {
-  const deadline = deadlineOf(RESOLVE_TIMEOUT_MS);
-  try {
-    // Loaded on first use, as node:net is (address.ts).
-    const { lookup } = await import("node:dns/promises");
-    const found = await raceSignal(lookup(hostname, { all: true, verbatim: true }), deadline.signal);
-    return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
-  } finally {
-    deadline.cancel();
-  }
+  // Loaded on first use, as node:net is (address.ts).
+  const { lookup } = await import("node:dns/promises");
+  const lookingUp = lookup(hostname, { all: true, verbatim: true });
+  const found = await within(lookingUp, RESOLVE_TIMEOUT_MS, () => new TimedOut(RESOLVE_TIMEOUT_MS));
+  return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
 };
 
 /** A receiver address the webhook rules refuse; the message suits an API 400 and an attempt log. */
