@@ -3,7 +3,6 @@ import { ConfigError, type Env, integerSetting } from "./settings";
 export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
 
-/** Where the data lives: a SQLite file (a path, or ":memory:"), or a PostgreSQL database. */
 export type DatabaseTarget =
   | { engine: "sqlite"; path: string }
   | {

@@ -71,8 +71,7 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
     retryAfter: "5",
   },
   corrupt: { status: 503, message: DAMAGED_REQUEST_MESSAGE },
-  // A connection can break after a write was sent, so neither of these says "nothing was
-  // changed"; a retried create or delete is safe either way (409 or 404 if the first went through).
+  // A connection can break after a write was sent: neither of these can say "nothing was changed".
   unreachable: {
     status: 503,
     message: `The store's database cannot be reached; retry in a moment. ${RETRY_IS_SAFE}`,

@@ -41,7 +41,6 @@ export function routeErrors(meanings: Record<number, string>) {
   );
 }
 
-/** An OpenAPI response object whose body is a component schema, or an array of them. */
 export function modelResponse(description: string, model: string, options: { array?: boolean } = {}) {
   const ref = { $ref: `#/components/schemas/${model}` };
   return { description, content: json(options.array ? { type: "array", items: ref } : ref) };
