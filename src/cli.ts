@@ -1,9 +1,9 @@
-import { overview, run, UsageError, usage } from "./cli/args";
+import { overview, run, usage } from "./cli/args";
+import { UsageError } from "./cli/command";
 import { CommandError } from "./cli/database";
 import { ConfigError } from "./config";
 import { faultSummary } from "./core/fault";
 
-/** The operator's commands (tokens, backup, check, migrate, failed webhooks); src/cli/ holds their parts. */
 try {
   process.exitCode = await run(process.argv.slice(2));
 } catch (error) {

@@ -1,74 +1,18 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parseTrustedProxy, type TrustedProxies } from "./core/client-address";
-import {
-  type DatabaseTarget,
-  databaseFrom,
-  databasePathFrom,
-  SYNCHRONOUS_MODES,
-  type SynchronousMode,
-  withoutPassword,
-} from "./core/database";
+import { databaseFrom, SYNCHRONOUS_MODES, type SynchronousMode, withoutPassword } from "./core/database";
 import { ConfigError, choiceSetting, type Env, integerSetting } from "./core/settings";
 
-export type { DatabaseTarget, SynchronousMode };
-export { ConfigError, databasePathFrom, withoutPassword };
+export { ConfigError, withoutPassword };
 
-export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-export const LOG_FORMATS = ["json", "pretty"] as const;
+const LOG_FORMATS = ["json", "pretty"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
-export interface Config {
-  port: number;
-  host: string;
-  database: DatabaseTarget;
-  /** The database as messages name it: the path, or the URL without its password. */
-  databaseName: string;
-  synchronous: SynchronousMode;
-  bodyLimitBytes: number;
-  /** How long a request body may take to arrive in full; past it 408. */
-  bodyTimeoutMs: number;
-  /** Requests per minute per token; 0 turns every rate limit off, the next one included. */
-  rateLimitPerMinute: number;
-  /** Failed authentications per minute per client address; past it 429. */
-  authFailuresPerMinute: number;
-  /** The reverse proxies whose X-Forwarded-For names the client; empty means the peer is the client. */
-  trustProxy: TrustedProxies;
-  /** Writes waiting for their commit at once; past it new writes get a fast 503. */
-  maxInFlight: number;
-  /** How long a write waits for a write lock held elsewhere before its 503. */
-  writeLockTimeoutMs: number;
-  /** How long start-up goes on trying a PostgreSQL that cannot be reached (or is out of connections). */
-  startupTimeoutMs: number;
-  /** A connection with no traffic for this long is closed. */
-  idleTimeoutSeconds: number;
-  /** How long a SIGTERM/SIGINT waits for in-flight requests before closing anyway. */
-  shutdownTimeoutMs: number;
-  /** Exact origins allowed to call the API from a browser; empty means CORS stays off. */
-  corsOrigins: string[];
-  logLevel: LogLevel;
-  /** JSON lines for machines; "pretty" for a developer's terminal (`bun run dev`). */
-  logFormat: LogFormat;
-  /** The metrics listener's port; undefined means no metrics listener. */
-  metricsPort: number | undefined;
-  metricsHost: string;
-  /** When set, GET /metrics wants `Authorization: Bearer <this>`. */
-  metricsToken: string | undefined;
-  /** Whether Swagger UI keeps the token in localStorage, past the tab's life. */
-  swaggerPersistAuthorization: boolean;
-  /** Lifts the public-address rule for webhook URLs (development and tests only). */
-  webhookAllowPrivate: boolean;
-  /** The waits before each retry of a failed delivery; past the last one it is failed. */
-  webhookRetryDelaysMs: number[];
-  /**
-   * Days a delivered or failed delivery (and its attempts) is kept, from its creation. 0 keeps
-   * them forever, as 0 turns other limits off: read as "keep none", it would lose the log.
-   */
-  webhookRetentionDays: number;
-  /** Hours a create's answer is kept under its Idempotency-Key, from the create. */
-  idempotencyTtlHours: number;
-}
+/** Each setting is described in the README's configuration table. */
+export type Config = ReturnType<typeof loadConfig>;
 
 function metricsToken(env: Env): string | undefined {
   const raw = env.METRICS_TOKEN?.trim();
@@ -82,7 +26,6 @@ function metricsToken(env: Env): string | undefined {
 /** Unset means no metrics listener; a port equal to PORT could never be bound beside it. */
 function metricsPort(env: Env, port: number): number | undefined {
   if (!env.METRICS_PORT?.trim()) {
-    // Metrics used to be served on the API's port; a token alone no longer turns them on.
     if (env.METRICS_TOKEN?.trim())
       throw new ConfigError("METRICS_TOKEN needs METRICS_PORT: metrics are off without it");
     return undefined;
@@ -94,7 +37,7 @@ function metricsPort(env: Env, port: number): number | undefined {
 
 /** Standard Webhooks' suggested schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 export const DEFAULT_RETRY_DELAYS_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
-/** A week: a retry planned further out is surely a typo. */
+/** A retry planned further out than a week is surely a typo. */
 const MAX_RETRY_DELAY_MS = 7 * 24 * 3_600_000;
 
 function retryDelays(raw: string | undefined): number[] {
@@ -109,12 +52,15 @@ function retryDelays(raw: string | undefined): number[] {
   return parts.map(Number);
 }
 
-function trustedProxies(raw: string | undefined): TrustedProxies {
-  const entries = (raw ?? "")
+/** A comma-separated setting's entries, blanks dropped. */
+const entriesOf = (raw: string | undefined) =>
+  (raw ?? "")
     .split(",")
     .map((entry) => entry.trim())
     .filter((entry) => entry !== "");
-  return entries.map((entry) => {
+
+function trustedProxies(raw: string | undefined): TrustedProxies {
+  return entriesOf(raw).map((entry) => {
     const range = parseTrustedProxy(entry);
     if (range) return range;
     const shown = JSON.stringify(entry.length > 60 ? `${entry.slice(0, 60)}…` : entry);
@@ -125,15 +71,9 @@ function trustedProxies(raw: string | undefined): TrustedProxies {
 }
 
 function originList(raw: string | undefined): string[] {
-  const origins = (raw ?? "")
-    .split(",")
-    .map((origin) => origin.trim())
-    .filter((origin) => origin !== "");
+  const origins = entriesOf(raw);
   for (const origin of origins) {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {}
+    const parsed = URL.parse(origin);
     if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
       throw new ConfigError("CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com");
     }
@@ -141,7 +81,7 @@ function originList(raw: string | undefined): string[] {
   return origins;
 }
 
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env) {
   const synchronous = (env.DB_SYNCHRONOUS?.trim() || "FULL").toUpperCase();
   if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous)) {
     throw new ConfigError(`DB_SYNCHRONOUS must be one of ${SYNCHRONOUS_MODES.join(", ")}`);
@@ -155,11 +95,13 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     database,
+    /** The database as messages name it: never a password. */
     databaseName: database.engine === "sqlite" ? database.path : withoutPassword(database.url),
     synchronous: synchronous as SynchronousMode,
     bodyLimitBytes: integerSetting(env, "BODY_LIMIT_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     bodyTimeoutMs: integerSetting(env, "BODY_TIMEOUT_MS", 10_000, 100, 600_000),
     rateLimitPerMinute,
+    // 0 turns every rate limit off, this one included.
     authFailuresPerMinute: rateLimitPerMinute === 0 ? 0 : authFailuresPerMinute,
     trustProxy: trustedProxies(env.TRUST_PROXY),
     maxInFlight: integerSetting(env, "MAX_IN_FLIGHT", 1024, 1, 1_000_000),
@@ -177,6 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
       choiceSetting(env, "SWAGGER_PERSIST_AUTHORIZATION", ["true", "false"], "false") === "true",
     webhookAllowPrivate: choiceSetting(env, "WEBHOOK_ALLOW_PRIVATE", ["true", "false"], "false") === "true",
     webhookRetryDelaysMs: retryDelays(env.WEBHOOK_RETRY_DELAYS),
+    // 0 keeps deliveries forever, as 0 turns other limits off: "keep none" would lose the log.
     webhookRetentionDays: integerSetting(env, "WEBHOOK_RETENTION_DAYS", 30, 0, 36_500),
     idempotencyTtlHours: integerSetting(env, "IDEMPOTENCY_TTL_HOURS", 24, 1, 8_760),
   };

@@ -8,7 +8,6 @@ import { observed } from "./ops/observe";
 /** Past this Bun answers a bare 413 itself; below it the app answers with the Error body. */
 const MAX_DECLARED_BODY_BYTES = 2 ** 31 - 1;
 const DRAIN_POLL_MS = 5;
-/** In-flight must stay at zero this many polls in a row before the listener is closed. */
 const QUIET_POLLS = 3;
 
 export interface ServeOptions {
@@ -20,14 +19,9 @@ export interface ServeOptions {
   ops: AppOps;
 }
 
-/**
- * Listens for the app: gives it routable requests and each one's peer address, and on
- * shutdown lets the requests in flight finish before the listener closes.
- */
 export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
   let draining = false;
 
-  /** Once shutdown starts, keep-alive clients are told to reconnect elsewhere. */
   function closingIfDraining(response: Response): Response {
     if (draining) response.headers.set("connection", "close");
     return response;
@@ -61,11 +55,8 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
   return {
     server,
     /**
-     * Lets in-flight requests finish, up to `timeoutMs`, then closes the listener. A request is
-     * in flight until its answer is sent, a streamed list to its last chunk: Bun's count, since
-     * the handler returns a streamed answer long before it is sent. Bun's `stop()` resets
-     * requests it has accepted but not yet handed over, so it is only called once nothing has
-     * been in flight for a few polls. Resolves to the requests cut off.
+     * Waits up to `timeoutMs` for Bun's in-flight count (a streamed list counts until sent) to stay
+     * at zero a few polls: `stop()` resets requests accepted but not yet handed over. Resolves to those cut off.
      */
     async drain(timeoutMs: number): Promise<number> {
       draining = true;

@@ -8,12 +8,8 @@ import type { RequestNote, RequestNotes } from "../ops/request-id";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
 
-/**
- * The token from an Authorization header, or undefined when the request carries none:
- * no header, another scheme, or an empty token. Only the header is read (RFC 6750 also
- * allows the query string and the body, which end up in logs and caches).
- */
-export function bearerToken(header: string | null): string | undefined {
+/** Only the header is read: RFC 6750's query string and body forms end up in logs and caches. */
+function bearerToken(header: string | null): string | undefined {
   if (header === null) return undefined;
   const token = BEARER.exec(header.trim())?.[1]?.trim();
   return token ? token : undefined;
@@ -30,11 +26,9 @@ function unauthorized(tokenGiven: boolean): HttpError {
 }
 
 export interface AuthLimits {
-  /** Requests per token (shared by every instance on PostgreSQL). */
   perToken: RequestLimiter;
   /** Failed authentications per client address, per instance. */
   failuresPerClient: RateLimiter;
-  /** The reverse proxies whose X-Forwarded-For names that client (TRUST_PROXY). */
   trustedProxies: TrustedProxies;
 }
 
@@ -42,11 +36,8 @@ function tooMany(retryAfter: number, message: string): HttpError {
   return new HttpError(429, `${message}; retry in ${retryAfter} s.`, { "retry-after": String(retryAfter) });
 }
 
-/**
- * The token's budget as draft-ietf-httpapi-ratelimit-headers puts it: on every answer to an
- * authenticated request (errors included), so a client can pace itself before a 429.
- */
-export function rateLimitHeaders({ limit, remaining, resetSeconds }: RateAnswer): Record<string, string> {
+/** draft-ietf-httpapi-ratelimit-headers, on every authenticated answer, so a client can pace itself. */
+function rateLimitHeaders({ limit, remaining, resetSeconds }: RateAnswer): Record<string, string> {
   return {
     "ratelimit-policy": `"per-token";q=${limit};w=60`,
     ratelimit: `"per-token";r=${remaining};t=${resetSeconds}`,
@@ -54,11 +45,8 @@ export function rateLimitHeaders({ limit, remaining, resetSeconds }: RateAnswer)
 }
 
 /**
- * The user behind the request's bearer token, decided from the headers alone. Only failures
- * are counted against the client's address, and only failures are refused for it: a spent
- * address slows down guessing, never a caller with a valid token (behind a proxy many clients
- * may share one address). A found user goes ahead unless their token's budget is spent.
- * `note` gives the peer's address and is told the user, or the client a failure was counted for.
+ * Decided from the headers alone. Only failures are counted against (and refused for) the client's
+ * address: it slows guessing, never a valid token's caller (behind a proxy many share an address).
  */
 async function authenticateRequest(
   tokens: TokenStore,
@@ -84,14 +72,9 @@ async function authenticateRequest(
   return user;
 }
 
-/**
- * Every route of the plugin that uses this gets a typed `user`. A `derive` (not a `resolve`
- * macro) because it runs before the body is read (see jsonBody): a caller without a valid
- * token gets 401 at once, without its body being read, and never feedback on it.
- */
+/** A `derive`, not a `resolve` macro: it runs before the body is read (see jsonBody), so a 401 reads none. */
 export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
   return new Elysia().derive({ as: "scoped" }, async ({ request, set }) => {
-    // The note exists only when the request is observed (the access log names user or client).
     const user = await authenticateRequest(tokens, limits, request, notes.get(request), set.headers);
     return { user };
   });

@@ -1,10 +1,7 @@
 import { parseArgs } from "node:util";
-import type { Command } from "./command";
-import { UsageError } from "./command";
+import { type Command, UsageError } from "./command";
 import { COMMANDS } from "./commands";
 import { PROGRAM } from "./format";
-
-export { UsageError };
 
 const DATABASE_NOTE = "The database is the server's: DATABASE_URL (default ./data/plants.sqlite).";
 
@@ -13,7 +10,6 @@ function columns(rows: [string, string][]): string {
   return rows.map(([left, right]) => `  ${left.padEnd(width)}   ${right}`).join("\n");
 }
 
-/** Every command, or those of one group (`token`). */
 export function overview(group = ""): string {
   const names = Object.keys(COMMANDS).filter((name) => name.startsWith(group));
   const rows = names.map((name): [string, string] => [
@@ -34,10 +30,7 @@ export function usage(name: string): string {
   return [`Usage: ${PROGRAM} ${command.synopsis}`, "", ...command.details, DATABASE_NOTE].join("\n");
 }
 
-/**
- * An argument as it may appear in a message: quoted when it is shorter than any secret this
- * service accepts (a token is 47 characters, METRICS_TOKEN at least 16), else only its length.
- */
+/** Quoted only when shorter than any secret this service accepts (METRICS_TOKEN has 16 or more). */
 function shown(noun: string, value: string): string {
   if (/^[\w.:/@=+-]{0,15}$/.test(value)) return `${noun} ${JSON.stringify(value)}`;
   return `${noun} of ${value.length} characters (not repeated here: it may be a secret)`;
@@ -95,7 +88,7 @@ function runCommand(name: string, command: Command, args: string[]): number | Pr
   return command.run(values as { user?: string }, operand ?? "");
 }
 
-/** The words that follow a group's name (`token` → create, list, revoke), in the order of COMMANDS. */
+/** `token` → create, list, revoke. */
 function wordsOf(group: string): string[] {
   return Object.keys(COMMANDS).flatMap((name) => (name.startsWith(`${group} `) ? [name.slice(group.length + 1)] : []));
 }

@@ -1,10 +1,8 @@
-/** What a CLI command is, and the mistake in how it was called. */
-
 export interface Command {
   /** What follows the program's name: `token revoke <token-id>`. */
   synopsis: string;
   summary: string;
-  /** What the command's own --help adds to the synopsis. */
+  /** What its --help adds to the synopsis. */
   details: string[];
   options?: Record<string, { type: "string" }>;
   /** The one argument the command takes, if any: what to say when it is missing, and its rule. */
@@ -12,7 +10,7 @@ export interface Command {
   run(values: { user?: string }, operand: string): number | Promise<number>;
 }
 
-/** `command` names the command whose usage follows the message; without it, the overview. */
+/** `command` names the command whose usage follows the message; else the overview does. */
 export class UsageError extends Error {
   constructor(
     message: string,

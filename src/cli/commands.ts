@@ -6,7 +6,7 @@ import { checkDatabase } from "../db/sqlite/check";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
 import { type Command, UsageError } from "./command";
 import { CommandError, withDatabase, withStores } from "./database";
-import { iso, plural, table } from "./format";
+import { appliedMigrations, iso, table, verdict } from "./format";
 import { postgresBackup, postgresCheck, postgresMigrate } from "./postgres";
 import { WEBHOOK_COMMANDS } from "./webhooks";
 
@@ -72,15 +72,13 @@ async function check(): Promise<number> {
   }));
   console.log(`Checked ${path}`);
   for (const line of passed) console.log(line);
-  for (const problem of problems) console.error(`plant-store: ${problem}`);
-  console.log(problems.length === 0 ? "All checks passed." : `${plural(problems.length, "problem")} found.`);
-  return problems.length === 0 ? 0 : 1;
+  return verdict(problems);
 }
 
 async function migrate(): Promise<number> {
   const config = loadConfig();
   if (config.database.engine === "postgres") return postgresMigrate(config.database);
-  const { path, pending } = await withDatabase({ mode: "write", migrate: false }, ({ path, sqlite, db }) => {
+  const { path, pending } = await withDatabase({ mode: "write" }, ({ path, sqlite, db }) => {
     try {
       const { pending } = migrationStatus(sqlite, EMBEDDED_MIGRATIONS);
       applyMigrations(db, EMBEDDED_MIGRATIONS);
@@ -89,12 +87,7 @@ async function migrate(): Promise<number> {
       throw new CommandError(`migration failed and was rolled back: ${faultSummary(error)}`);
     }
   });
-  if (pending.length === 0) {
-    console.log(`${path} is up to date: no pending migrations.`);
-  } else {
-    const tags = pending.map((migration) => migration.tag).join(", ");
-    console.log(`Applied ${plural(pending.length, "migration")} to ${path}: ${tags}`);
-  }
+  appliedMigrations(path, pending);
   return 0;
 }
 

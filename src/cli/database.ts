@@ -8,16 +8,12 @@ import { connect, type PostgresTarget } from "../db/postgres/client";
 import { openDatabase } from "../db/sqlite/client";
 import { ForeignDatabaseError } from "../db/sqlite/ownership";
 
-/** A failure already worded for the operator: printed as is, exit 1. */
+/** Worded for the operator: printed as is, exit 1. */
 export class CommandError extends Error {}
 
-type Access = { mode: "read"; purpose: string } | { mode: "write"; migrate: boolean };
+type Access = { mode: "read"; purpose: string } | { mode: "write" };
 
-/**
- * The one way a command reaches the database, the server's (DATABASE_URL). "read" opens the file
- * as it is, only to read it, and never creates one; "write" creates the folder and the file when
- * missing and brings the schema up to date unless told not to. The database is closed afterwards.
- */
+/** The SQLite file itself, not migrated: "read" never creates one; "write" does. */
 export async function withDatabase<T>(
   access: Access,
   use: (database: { path: string } & ReturnType<typeof openDatabase>) => T | Promise<T>,
@@ -39,7 +35,7 @@ export async function withDatabase<T>(
       path,
       synchronous: config.synchronous,
       readonly: access.mode === "read",
-      migrate: access.mode === "write" && access.migrate,
+      migrate: false,
     });
   } catch (error) {
     if (error instanceof ForeignDatabaseError) throw new CommandError(error.message);
@@ -52,10 +48,7 @@ export async function withDatabase<T>(
   }
 }
 
-/**
- * The server's stores (DATABASE_URL), opened as the server opens them (db/open.ts), the schema
- * brought up to date first; closed afterwards.
- */
+/** The server's stores, opened as the server opens them (db/open.ts). */
 export async function withStores<T>(use: (stores: Stores) => Promise<T>): Promise<T> {
   const config = loadConfig();
   let stores: Stores;
@@ -80,7 +73,7 @@ export async function withStores<T>(use: (stores: Stores) => Promise<T>): Promis
   }
 }
 
-/** One connection to the PostgreSQL database, closed afterwards; failures worded for the operator. */
+/** One PostgreSQL connection; failures worded for the operator. */
 export async function withPostgres<T>(
   target: PostgresTarget,
   use: (connection: ReturnType<typeof connect>) => Promise<T>,

@@ -1,20 +1,12 @@
 import { basename } from "node:path";
 
-/*
- * How the commands print: the program's name, counted nouns, times and aligned columns.
- */
-
-/**
- * The command as the operator runs it, for the usage text and hints: the compiled binary under
- * the name it was started by (process.argv0; argv[0] itself reads "bun" there), or the package script.
- */
+/** The compiled binary's name as started (argv[0] reads "bun" there), or the package script. */
 export const PROGRAM = Bun.isStandaloneExecutable ? basename(process.argv0 || process.execPath) : "bun run cli";
 
 export const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? "" : "s"}`;
 
 export const iso = (date: Date | null) => (date ? date.toISOString() : "-");
 
-/** Rows padded to aligned columns, two spaces apart, no trailing blanks. */
 export function table(rows: string[][]): string {
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
   return rows
@@ -25,4 +17,17 @@ export function table(rows: string[][]): string {
         .trimEnd(),
     )
     .join("\n");
+}
+
+/** A check's problems on stderr and its verdict; the exit code. */
+export function verdict(problems: string[]): number {
+  for (const problem of problems) console.error(`plant-store: ${problem}`);
+  console.log(problems.length === 0 ? "All checks passed." : `${plural(problems.length, "problem")} found.`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+export function appliedMigrations(database: string, applied: Array<{ tag: string }>): void {
+  const tags = applied.map((migration) => migration.tag).join(", ");
+  if (applied.length === 0) console.log(`${database} is up to date: no pending migrations.`);
+  else console.log(`Applied ${plural(applied.length, "migration")} to ${database}: ${tags}`);
 }

@@ -1,9 +1,8 @@
 import { withoutPassword } from "../config";
 import { migrate, migrationStatus, type PostgresTarget } from "../db/postgres/client";
 import { CommandError, withPostgres } from "./database";
-import { plural } from "./format";
+import { appliedMigrations, plural, verdict } from "./format";
 
-/** The tables the service owns, each checked to exist and be readable. */
 const OWN_TABLES = [
   "users",
   "tokens",
@@ -16,7 +15,7 @@ const OWN_TABLES = [
   "idempotency_keys",
 ] as const;
 
-/** `backup` on PostgreSQL: pg_dump does it best; run it when it is on PATH, else show how. */
+/** pg_dump does it best: run it when it is on PATH, else show how. */
 export async function postgresBackup(target: PostgresTarget, file: string): Promise<number> {
   // The password goes in PGPASSWORD, not on the command line, where `ps` shows it to every local user.
   const url = new URL(target.url);
@@ -42,7 +41,6 @@ export async function postgresBackup(target: PostgresTarget, file: string): Prom
   return 0;
 }
 
-/** `check` on PostgreSQL: connectivity, the tables we own, their constraints, migrations. */
 export async function postgresCheck(target: PostgresTarget): Promise<number> {
   return withPostgres(target, async ({ client }) => {
     const problems: string[] = [];
@@ -72,18 +70,13 @@ export async function postgresCheck(target: PostgresTarget): Promise<number> {
       }`,
     );
     if (status.pending.length > 0) problems.push(`${plural(status.pending.length, "migration")} pending`);
-    for (const problem of problems) console.error(`plant-store: ${problem}`);
-    console.log(problems.length === 0 ? "All checks passed." : `${plural(problems.length, "problem")} found.`);
-    return problems.length === 0 ? 0 : 1;
+    return verdict(problems);
   });
 }
 
-/** `migrate` on PostgreSQL: under the same advisory lock as a starting server. */
+/** Under the same advisory lock as a starting server. */
 export async function postgresMigrate(target: PostgresTarget): Promise<number> {
-  const name = withoutPassword(target.url);
   const applied = await withPostgres(target, ({ client }) => migrate(client));
-  if (applied.length === 0) console.log(`${name} is up to date: no pending migrations.`);
-  else
-    console.log(`Applied ${plural(applied.length, "migration")} to ${name}: ${applied.map((m) => m.tag).join(", ")}`);
+  appliedMigrations(withoutPassword(target.url), applied);
   return 0;
 }

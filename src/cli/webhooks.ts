@@ -11,7 +11,6 @@ const isEndpointId = (value: string) => /^[1-9][0-9]{0,9}$/.test(value) && Numbe
 const DELIVERY_ID_RULE = "delivery id must be msg_ followed by 32 lowercase hex digits, as webhook failed shows it";
 const isDeliveryId = (value: string) => /^msg_[0-9a-f]{32}$/.test(value);
 
-/** An attempt's error on one line, whatever the receiver or the socket put in it. */
 const oneLine = (text: string | null) => (text === null ? "-" : text.replace(/\s+/g, " ").trim() || "-");
 
 async function listFailed(endpointId: string): Promise<number> {
@@ -34,7 +33,6 @@ async function listFailed(endpointId: string): Promise<number> {
   return 0;
 }
 
-/** Why a delivery was not queued, as the operator is told it. */
 const NOT_QUEUED: Record<Exclude<RedeliverOutcome, "queued">, (id: string) => string> = {
   "not-found": (id) => `no delivery with id ${id}`,
   "not-failed": (id) => `delivery ${id} has not failed (it is pending or delivered); only a failed one is redelivered`,

@@ -1,7 +1,4 @@
-/**
- * Who the client is, behind reverse proxies: the one rule for it (TRUST_PROXY). Addresses are
- * parsed and matched by ipaddr.js, the parser Express's proxy-addr uses.
- */
+// The client behind reverse proxies (TRUST_PROXY), parsed by ipaddr.js as Express's proxy-addr does.
 import ipaddr from "ipaddr.js";
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
@@ -13,9 +10,8 @@ type Range = readonly [Address, number];
 export type TrustedProxies = readonly Range[];
 
 /**
- * An address as a socket or a proxy writes it: dotted-quad IPv4 (not `127.1`, hex or
- * leading-zero forms, which parsers read differently) or IPv6. An IPv4-mapped IPv6 address
- * (`::ffff:127.0.0.1`, a dual-stack socket's IPv4 peer) is the IPv4 address it holds.
+ * Dotted-quad IPv4 only (parsers read `127.1`, hex and leading zeros differently) or IPv6; an
+ * IPv4-mapped address (a dual-stack socket's IPv4 peer) is the IPv4 address it holds.
  */
 function parseAddress(text: string): Address | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
@@ -42,12 +38,9 @@ function isTrusted(address: Address, trusted: TrustedProxies): boolean {
 }
 
 /**
- * The client's address. From a trusted proxy it is the right-most address in `forwardedFor`
- * (every X-Forwarded-For header, joined by commas) that is not a trusted proxy, or the
- * left-most when all are; from any other peer the header is ignored. A malformed entry ends
- * the walk at the last good address, the trusted hop that passed it on: nothing written
- * further left can be told from a forgery. The answer is normalised (`::ffff:1.2.3.4` is
- * `1.2.3.4`, IPv6 in its short form), so one client is counted under one spelling.
+ * From a trusted proxy, the right-most X-Forwarded-For address that is not a trusted proxy (the
+ * left-most when all are); from any other peer the header is ignored. A malformed entry stops the
+ * walk: nothing further left can be told from a forgery. Normalised, so one client has one spelling.
  */
 export function clientAddress(
   peer: string | undefined,

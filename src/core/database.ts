@@ -3,27 +3,21 @@ import { ConfigError, type Env, integerSetting } from "./settings";
 export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
 
-/** Where the data lives: a SQLite file (a path, or ":memory:"), or a PostgreSQL database. */
 export type DatabaseTarget =
   | { engine: "sqlite"; path: string }
   | {
       engine: "postgres";
       url: string;
-      /** Connections each instance keeps at most (DB_POOL_SIZE). */
       poolSize: number;
-      /** How long opening a connection may take (DB_CONNECT_TIMEOUT_MS). */
       connectTimeoutMs: number;
-      /** How long one statement may run before PostgreSQL cancels it (DB_STATEMENT_TIMEOUT_MS). */
       statementTimeoutMs: number;
     };
 
-/** What opening the stores needs to know (a part of the service's configuration). */
+/** The part of the configuration that opening the stores needs (settings: src/config.ts). */
 export interface StoreConfig {
   database: DatabaseTarget;
   synchronous: SynchronousMode;
-  /** Writes in flight past which new ones get 503 (MAX_IN_FLIGHT). */
   maxInFlight: number;
-  /** How long a SQLite write waits for another process's write lock (WRITE_LOCK_TIMEOUT_MS). */
   writeLockTimeoutMs: number;
 }
 
@@ -42,13 +36,10 @@ const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
 
 /** The URL as messages show it: never its password. */
 export function withoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "the PostgreSQL URL";
-  }
+  const parsed = URL.parse(url);
+  if (!parsed) return "the PostgreSQL URL";
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
 }
 
 export function databaseFrom(env: Env): DatabaseTarget {
@@ -58,12 +49,8 @@ export function databaseFrom(env: Env): DatabaseTarget {
     if (path === "") throw new ConfigError("DATABASE_URL must not be empty");
     return { engine: "sqlite", path };
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
-  }
+  const parsed = URL.parse(url);
+  if (!parsed) throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
   if (!parsed.hostname && !parsed.searchParams.get("host")) {
     throw new ConfigError("DATABASE_URL must name the PostgreSQL host: postgres://user:password@host:5432/database");
   }

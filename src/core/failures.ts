@@ -1,7 +1,4 @@
-/**
- * What a failing store means for a client, whatever the engine: the engine's errors are sorted
- * into these kinds here, and src/http/errors.ts turns each kind into its status and message.
- */
+// Engine errors sorted into kinds; src/http/errors.ts turns each kind into a status and message.
 export type StoreFailureKind = "capacity" | "busy" | "full" | "io" | "corrupt" | "unreachable" | "timeout";
 
 /** A write or read the store could not do for a reason of its own, not of the request's. */
@@ -50,7 +47,6 @@ function* causeChain(error: unknown): Generator<Error> {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) yield e;
 }
 
-/** The kind of store failure behind `error`. */
 export function storeFailureKind(error: unknown): StoreFailureKind | undefined {
   for (const e of causeChain(error)) {
     if (e instanceof StoreUnavailable) return e.kind;
@@ -75,8 +71,5 @@ export function postgresState(error: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * A database the service must not use, already worded for the operator (someone else's file or
- * schema, a migration history it does not know): printed as one line, exit 1.
- */
+/** A database the service must not use (someone else's, an unknown migration history): one line, exit 1. */
 export class StartupRefusal extends Error {}

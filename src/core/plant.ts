@@ -1,10 +1,10 @@
-/** A plant as its owner sees it: never its id unless asked, never null; no tag when it has none. */
+/** A plant as its owner sees it: no id unless asked, no tag when it has none. */
 export interface Plant {
   name: string;
   tag?: string;
 }
 
-/** A plant as created: its id is a signed 64-bit integer, exact (a bigint past 2^53). */
+/** Its id is a signed 64-bit integer, a bigint past 2^53. */
 export interface NewPlant extends Plant {
   id: bigint | number;
 }

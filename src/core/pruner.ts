@@ -4,29 +4,26 @@ import { systemTimers, type Timers } from "./timers";
 export interface PrunerOptions {
   /** What is pruned, as the log names it. */
   what: string;
-  /**
-   * Removes up to `limit` of the oldest records made before `before` (ms since the epoch), in
-   * one bounded statement, and says how many it removed.
-   */
+  /** Removes up to `limit` of the oldest records made before `before` (ms); how many went. */
   prune(before: number, limit: number): Promise<number>;
-  /** How long a record is kept; 0 keeps every record (the pruner never starts). */
+  /** 0 keeps every record (the pruner never starts). */
   keepMs: number;
   batchSize: number;
-  /** The wait after a full batch: the database's other work goes between two batches. */
+  /** The wait after a full batch, so the database's other work goes between batches. */
   pauseMs: number;
-  /** The wait after a short batch (nothing more is old enough) or a failed one. */
+  /** The wait after a short or failed batch. */
   everyMs: number;
   log: FaultLog;
-  /** The wall clock ages are measured on. */
   clock?: () => number;
   timers?: Timers;
 }
 
+/** What a pruner's owner passes on. */
+export type PrunerContext = Pick<PrunerOptions, "log" | "clock" | "timers">;
+
 /**
- * Removes records past their age in small batches, off every request's path: a batch, a pause,
- * the next, until a batch comes back short; then again after `everyMs`. One batch is one short
- * statement, so the database never holds a long one; several instances may prune at once where
- * the engine's batch skips rows another is removing. A failure is logged once per streak.
+ * Removes records past their age in small batches off the request path (one short statement each,
+ * so the database never holds a long one); a failure is logged once per streak.
  */
 export function createPruner({
   what,
@@ -41,7 +38,6 @@ export function createPruner({
 }: PrunerOptions) {
   let stopped = true;
   let failing = false;
-  /** The batch under way: stop() waits for it. */
   let batch: Promise<void> | undefined;
 
   function schedule(ms: number) {

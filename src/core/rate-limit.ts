@@ -1,11 +1,9 @@
 import type { Clock } from "./tokens";
 
-/** What a limit says of one event: whether it was refused, and the budget it leaves. */
 export interface RateAnswer {
   refused: boolean;
   /** Events a minute (the policy's quota). */
   limit: number;
-  /** Whole events left now. */
   remaining: number;
   /** Whole seconds until an event is allowed again: 0 while `remaining` > 0. */
   resetSeconds: number;
@@ -27,9 +25,8 @@ interface Bucket {
 const SWEEP_ABOVE_KEYS = 10_000;
 
 /**
- * A token bucket per key: `perMinute` events a minute on average, with bursts of up to a
- * minute's worth; `perMinute` 0 turns it off. Keys are token ids (requests per token) or client
- * addresses (failed authentications per address), so the map is swept to stay bounded.
+ * A token bucket per key: `perMinute` a minute, bursts of a minute's worth; 0 turns it off. Keys
+ * may be client addresses (failed authentications), so the map is swept to stay bounded.
  */
 export function createRateLimiter(perMinute: number, clock: Clock) {
   const buckets = new Map<number | string, Bucket>();
@@ -48,7 +45,6 @@ export function createRateLimiter(perMinute: number, clock: Clock) {
   }
 
   return {
-    /** Counts one event unless refused; undefined when there is no limit. */
     take(key: number | string): RateAnswer | undefined {
       if (perMinute === 0) return undefined;
       const bucket = refilled(key);

@@ -1,6 +1,4 @@
-/** Reading the environment's settings: each one checked, with one line that says what is wrong. */
-
-/** Thrown for any invalid setting; its message is the one line printed at start-up. */
+/** An invalid setting; its message is the one line printed at start-up. */
 export class ConfigError extends Error {}
 
 export type Env = Record<string, string | undefined>;

@@ -1,24 +1,21 @@
 import { storeFailureKind } from "./failures";
 import { faultSummary } from "./fault";
 
-/** The first wait after a failed attempt; each next one doubles, up to the longest. */
 const FIRST_WAIT_MS = 250;
 const LONGEST_WAIT_MS = 4_000;
 
 export interface StartupRetry {
-  /** How long to go on trying (DB_STARTUP_TIMEOUT_MS); 0 tries once. */
+  /** DB_STARTUP_TIMEOUT_MS; 0 tries once. */
   timeoutMs: number;
-  /** Told before each wait, in one line: what failed, and when the next attempt is. */
+  /** Told before each wait what failed and when the next attempt is. */
   note(line: string): void;
   sleep?: (ms: number) => Promise<unknown>;
   now?: () => number;
 }
 
 /**
- * `attempt`, tried again with backoff while the database cannot be reached (refused, starting
- * up, out of connections: the "unreachable" kind) and `timeoutMs` has not passed: a service
- * started beside its database, or while it restarts, comes up once it does. Any other failure,
- * or the last one, is thrown.
+ * Retries `attempt` with doubling waits while the database is "unreachable" and time is left, so a
+ * service started beside its database comes up once it does; any other failure is thrown.
  */
 export async function retryWhileUnreachable<T>(
   attempt: () => Promise<T>,

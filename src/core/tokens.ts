@@ -20,7 +20,6 @@ export interface IssuedToken {
   token: string;
 }
 
-/** 256 bits from the CSPRNG, base64url. */
 export function generateToken(): string {
   return TOKEN_PREFIX + Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }

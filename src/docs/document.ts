@@ -3,7 +3,6 @@ import { PLANT_WEBHOOK } from "./plant-webhook";
 /** 3.1.0 rather than the generator's 3.1.2: tools such as Portman know versions up to 3.1.1. */
 export const OPENAPI_VERSION = "3.1.0";
 
-/** What the document says beside its paths and schemas; @elysiajs/openapi derives those from the routes. */
 export const DOCUMENTATION = {
   openapi: OPENAPI_VERSION,
   info: {

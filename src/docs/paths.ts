@@ -1,10 +1,6 @@
 import { RATE_LIMIT_HEADERS } from "../http/models";
 
-/*
- * What the document's paths need beyond what @elysiajs/openapi derives from the routes. Each
- * step returns new objects: the routes' own `detail` (some shared between operations) stays
- * as it is.
- */
+// What the paths need beyond what @elysiajs/openapi derives; each step copies, as routes share `detail`s.
 
 type Schemas = Record<string, Record<string, unknown>>;
 export type Document = { components?: { schemas?: Schemas }; [key: string]: unknown };
@@ -17,11 +13,7 @@ type Operation = Record<string, unknown> & {
 };
 export type Paths = Record<string, Record<string, Operation>>;
 
-/**
- * Elysia gives each model `$id: "#/components/schemas/<Name>"` and the generator copies it
- * into the document, where in OpenAPI 3.1 a `$id` changes how references resolve: Swagger UI
- * then fails on every `$ref`. The copy leaves the live models alone.
- */
+/** Elysia's model `$id`s, copied into an OpenAPI 3.1 document, change how `$ref`s resolve: Swagger UI fails. */
 export function withoutSchemaIds(document: Document): Document {
   const schemas = document.components?.schemas;
   if (!schemas) return document;
@@ -37,11 +29,7 @@ const eachOperation = (paths: Paths, change: (operation: Operation) => Operation
     ]),
   );
 
-/**
- * The generator writes path and query parameters over a route's own, and gives a body only
- * application/json: a route's `detail` adds header parameters as `x-parameters` and names its
- * body's media types as `x-media-types`, moved into place here.
- */
+/** The generator overwrites a route's parameters and gives a body only application/json; these `x-` keys fix it. */
 function withRouteExtras({ "x-parameters": extra, "x-media-types": types, ...operation }: Operation): Operation {
   if (Array.isArray(extra)) operation.parameters = [...(operation.parameters ?? []), ...extra];
   const schema = Object.values(operation.requestBody?.content ?? {})[0];
@@ -80,10 +68,7 @@ const STATUS_HEADERS: Record<string, object> = {
   },
 };
 
-/**
- * The headers an answer carries for its status, and the token's budget on every answer of an
- * authenticated operation once the token is known (so not on a 401).
- */
+/** The headers a status carries, and the token's budget on an authenticated operation's answers but a 401. */
 function withResponseHeaders(operation: Operation): Operation {
   const authenticated = operation.security?.length !== 0;
   const responses = Object.entries(operation.responses ?? {}).map(([status, response]) => {
@@ -94,6 +79,5 @@ function withResponseHeaders(operation: Operation): Operation {
   return { ...operation, responses: Object.fromEntries(responses) };
 }
 
-/** The routes' paths as the document states them. */
 export const documentedPaths = (paths: Paths): Paths =>
   eachOperation(paths, (operation) => withResponseHeaders(withPathExamples(withRouteExtras(operation))));

@@ -7,11 +7,7 @@ const header = (name: string, description: string, example: string) => ({
   example,
 });
 
-/**
- * The interface's one webhook, as the original document declares it: what a registered
- * endpoint receives for every plant its owner creates (src/webhooks). Swagger UI lists it
- * like a route, so its words say first that this service does not answer it.
- */
+/** Swagger UI lists a webhook like a route, so its words say first that this service does not answer it. */
 export const PLANT_WEBHOOK = {
   "/plant/webhook": {
     post: {

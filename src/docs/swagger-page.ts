@@ -11,10 +11,8 @@ export const assets = new Map([
 ]);
 
 /**
- * The page is ours rather than the plugin's, so it can carry a Content-Security-Policy: its
- * one inline script (Swagger UI's options) is allowed by its hash, everything else must come
- * from this origin, and no other site may frame it (clickjacking the Authorize dialog).
- * Swagger UI's inline styles are set through the DOM, which `style-src 'self'` allows.
+ * Ours, not the plugin's, so it carries a Content-Security-Policy: the one inline script allowed by
+ * its hash, and no framing (clickjacking the Authorize dialog).
  */
 export function swaggerPage(persistAuthorization: boolean) {
   const options = JSON.stringify({
@@ -25,8 +23,7 @@ export function swaggerPage(persistAuthorization: boolean) {
     // The validator badge would fetch from validator.swagger.io, which the policy refuses.
     validatorUrl: null,
   });
-  // A token an earlier page left behind is removed once persisting is off (where storage is
-  // refused, reading localStorage throws: the page must still start).
+  // A token an earlier page left is removed once persisting is off (where storage is refused, it throws).
   const forget = persistAuthorization ? "" : 'try { localStorage.removeItem("authorized"); } catch {}';
   const init = `${forget}\nwindow.ui = SwaggerUIBundle(${options});\n`;
   const hash = new Bun.CryptoHasher("sha256").update(init).digest("base64");

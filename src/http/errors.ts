@@ -15,10 +15,13 @@ export class HttpError extends Error {
   }
 }
 
-/** What Bun writes for a JSON answer (Elysia's included): every JSON answer, errors too, says the same. */
+/** What Bun writes for a JSON answer: every JSON answer, errors too, says the same. */
 export const JSON_CONTENT_TYPE = "application/json;charset=utf-8";
 
-/** The Error body, as sent. */
+/** A JSON answer's headers, with the next page's Link when there is one. */
+export const jsonHeaders = (link?: string): Record<string, string> =>
+  link ? { "content-type": JSON_CONTENT_TYPE, link } : { "content-type": JSON_CONTENT_TYPE };
+
 export const errorJson = (status: number, message: string) => JSON.stringify({ error: status, message });
 
 export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
@@ -37,10 +40,7 @@ const STATUS_MESSAGES: Record<number, string> = {
 
 type ValueError = { path: string; schema: unknown; value?: unknown; type?: number };
 
-/**
- * Names the field and the rule it breaks, never the value sent: an error message may be
- * logged or shown, and the input may be a secret or garbage.
- */
+/** Names the field and the rule it breaks, never the value sent (it may be a secret or garbage). */
 export function validationMessage(error: Readonly<ValidationError>): string {
   const where = error.type;
   const first = (error.all as ValueError[])[0];
@@ -53,7 +53,6 @@ export function validationMessage(error: Readonly<ValidationError>): string {
 
 const RETRY_IS_SAFE = "Retrying a create or delete is safe: it answers 409 or 404 if the first attempt went through.";
 
-/** What a client is told when the store, not its request, is the problem. */
 const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string; retryAfter?: string }> = {
   capacity: { status: 503, message: "The service is at capacity; retry in a moment.", retryAfter: "1" },
   busy: {
@@ -72,8 +71,7 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
     retryAfter: "5",
   },
   corrupt: { status: 503, message: DAMAGED_REQUEST_MESSAGE },
-  // A connection can break after a write was sent, so neither of these says "nothing was
-  // changed"; a retried create or delete is safe either way (409 or 404 if the first went through).
+  // A connection can break after a write was sent: neither of these can say "nothing was changed".
   unreachable: {
     status: 503,
     message: `The store's database cannot be reached; retry in a moment. ${RETRY_IS_SAFE}`,
@@ -86,7 +84,6 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
   },
 };
 
-/** The Error body for a store failure of this kind. */
 export function storeFailureResponse(kind: StoreFailureKind): Response {
   const { status, message, retryAfter } = STORE_FAILURES[kind];
   return errorResponse(status, message, retryAfter ? { "retry-after": retryAfter } : {});
@@ -94,15 +91,11 @@ export function storeFailureResponse(kind: StoreFailureKind): Response {
 
 export interface FaultResponderOptions {
   log(message: string, detail: unknown, request?: Request): void;
-  /** Told of every unexpected fault: damage to the database turns readiness off. */
+  /** Damage to the database turns readiness off. */
   health: StoreHealth;
 }
 
-/**
- * The Error body for a fault thrown by a handler or a store: an HttpError as it says, a store
- * failure as its kind (logged when it is damage, I/O or a lost database), anything else 500,
- * logged. The error handler below answers with it.
- */
+/** The Error body for a fault from a handler or a store; anything unknown is a logged 500. */
 export function faultResponder({ log, health }: FaultResponderOptions) {
   return (error: unknown, request?: Request): Response => {
     if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers);
@@ -128,7 +121,6 @@ export type FaultResponder = ReturnType<typeof faultResponder>;
 export interface ErrorHandlerOptions {
   /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
   allowedMethods(path: string): string[];
-  /** What a fault that is not the framework's own becomes (the same one the list route uses). */
   answerFault: FaultResponder;
 }
 

@@ -1,3 +1,4 @@
+import { within } from "../core/timers";
 import { HttpError } from "./errors";
 
 const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
@@ -5,11 +6,10 @@ const NUMBER_SOURCE = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * The exact integer a JSON number literal denotes (`7`, `7.0` and `7e0` alike), or undefined
- * for a fraction. Values past 20 significant digits are never int64, so they come back as a
- * number out of range rather than costing a huge BigInt.
+ * The exact integer a JSON number literal denotes (`7`, `7.0`, `7e0`), undefined for a fraction;
+ * past 20 digits, Infinity rather than a huge BigInt.
  */
-export function exactInteger(source: string): bigint | number | undefined {
+function exactInteger(source: string): bigint | number | undefined {
   const match = NUMBER_SOURCE.exec(source);
   if (!match) return undefined;
   const [, sign, whole = "", fraction = "", exponentText = "0"] = match;
@@ -29,11 +29,8 @@ export function exactInteger(source: string): bigint | number | undefined {
 const SHORT_INTEGER = /^-?[0-9]{1,15}$/;
 
 /**
- * JSON.parse that keeps every number exact, whatever its key, so a field whose schema is Int64
- * is exact by construction: an integer literal past 2^53 comes back as a bigint read from its
- * source text (`9223372036854775807`, `9.2e18`), and a fraction that JSON.parse would round to
- * an integer (`1e-400` → 0, `1.0000000000000000001` → 1) comes back as NaN, which no integer
- * schema accepts. Every other number is JSON.parse's own.
+ * JSON.parse keeping every number exact: an integer past 2^53 becomes a bigint read from its source
+ * text, and a fraction JSON.parse would round to an integer (`1e-400`) NaN, which no schema accepts.
  */
 export function parseJsonExact(text: string): unknown {
   return JSON.parse(text, (_key, value, context?: { source?: string }) => {
@@ -45,8 +42,7 @@ export function parseJsonExact(text: string): unknown {
   });
 }
 
-export const tooLarge = (limitBytes: number) =>
-  new HttpError(413, `The request body must be at most ${limitBytes} bytes.`);
+const tooLarge = (limitBytes: number) => new HttpError(413, `The request body must be at most ${limitBytes} bytes.`);
 
 /** The rest of the body may still be on its way: the connection cannot be reused. */
 const bodyTimedOut = (timeoutMs: number) =>
@@ -56,11 +52,9 @@ const bodyTimedOut = (timeoutMs: number) =>
 
 export interface BodyLimits {
   limitBytes: number;
-  /** The whole body must have arrived this long after the request was handed over. */
   timeoutMs: number;
 }
 
-/** Whether the request declares a length over the limit: refused before any of it is read. */
 function declaredTooLarge(request: Request, limitBytes: number): boolean {
   const length = request.headers.get("content-length");
   return length !== null && /^[0-9]+$/.test(length) && Number(length) > limitBytes;
@@ -83,30 +77,20 @@ async function collect(request: Request, limitBytes: number): Promise<Uint8Array
   return Buffer.concat(chunks, size);
 }
 
-/**
- * Reads the body within the deadline: a client that stops sending gets a 408 instead of
- * holding its request (and a slot of the server's work) open until the idle timeout.
- */
+/** A client that stops sending gets a 408 rather than holding its request open until the idle timeout. */
 async function readBody(request: Request, { limitBytes, timeoutMs }: BodyLimits): Promise<Uint8Array> {
   if (declaredTooLarge(request, limitBytes)) throw tooLarge(limitBytes);
   if (request.body === null) return new Uint8Array(0);
-  let timer: Timer | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(bodyTimedOut(timeoutMs)), timeoutMs);
-  });
   try {
-    return await Promise.race([collect(request, limitBytes), deadline]);
+    return await within(collect(request, limitBytes), timeoutMs, () => bodyTimedOut(timeoutMs));
   } catch (error) {
     if (error instanceof HttpError) throw error;
     // The client went away mid-body: it will not see this answer, but it is its failure, not ours.
     throw new HttpError(400, "body: the connection ended before the whole body arrived");
-  } finally {
-    clearTimeout(timer);
   }
 }
 
-/** Reads a JSON request body for a route that requires one. */
-export async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
+async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unknown> {
   const bytes = await readBody(request, limits);
   if (bytes.byteLength === 0) throw new HttpError(400, "body: a JSON object is required");
   const mediaType = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
@@ -130,13 +114,11 @@ export async function parseJsonBody(request: Request, limits: BodyLimits): Promi
 const UNREAD = Symbol("unread body");
 
 /**
- * Route hooks for a JSON object body, read only once the caller is authenticated. Elysia's
- * `parse` runs before the auth plugin's `derive`, so it reads nothing: a caller without a
- * valid token gets its 401 from the headers alone, however slowly its body arrives. The body is
- * read in `transform`, which runs after authentication and before validation. The object check
- * is made here because Elysia's validation sees a normalised value, in which an array or a
- * number already looks like an object. The trailing "json" never runs (the parse hook always
- * answers); it tells the OpenAPI generator the media type.
+ * Route hooks for a JSON object body, read only once the caller is authenticated: Elysia's `parse`
+ * runs before the auth `derive`, so it reads nothing, and `transform` (after auth, before
+ * validation) reads it. The object check is here because validation sees a normalised value, where
+ * an array already looks like an object. The trailing "json" never runs; it names the media type
+ * for OpenAPI.
  */
 export function jsonBody(limits: BodyLimits) {
   return {

@@ -11,10 +11,7 @@ export const errorModels = {
   ),
 };
 
-/**
- * What an error status means on every route that may answer it. 400, 404, 409 and 412 mean
- * something different on each route, which states it with `routeErrors`.
- */
+/** Statuses that mean the same on every route; the others each route states with `routeErrors`. */
 const SHARED_MEANINGS: Record<number, string> = {
   401: "No valid bearer token: none was sent, or it is unknown or revoked (see WWW-Authenticate)",
   408: "The body did not arrive in time; the connection is closed",
@@ -34,19 +31,16 @@ export const routeError = (status: number, description: string) => ({
   content: json({ $ref: "#/components/schemas/Error" }, { error: status, message: description }),
 });
 
-/** OpenAPI response objects for error statuses whose meaning is the same on every route. */
 export function errorResponses(...statuses: number[]) {
   return Object.fromEntries(statuses.map((status) => [status, routeError(status, SHARED_MEANINGS[status] ?? "Error")]));
 }
 
-/** OpenAPI response objects for error statuses with what they mean on this route. */
 export function routeErrors(meanings: Record<number, string>) {
   return Object.fromEntries(
     Object.entries(meanings).map(([status, meaning]) => [status, routeError(Number(status), meaning)]),
   );
 }
 
-/** An OpenAPI response object whose body is a component schema, or an array of them. */
 export function modelResponse(description: string, model: string, options: { array?: boolean } = {}) {
   const ref = { $ref: `#/components/schemas/${model}` };
   return { description, content: json(options.array ? { type: "array", items: ref } : ref) };

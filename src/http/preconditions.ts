@@ -3,7 +3,7 @@ import { HttpError } from "./errors";
 /** One entity tag of a list (RFC 9110 §8.8.3): an opaque quoted string, `W/` before it when weak. */
 const ENTITY_TAG = /^(W\/)?("[\x21\x23-\x7e\x80-\xff]*")$/;
 
-/** The tags an If-Match or If-None-Match lists; a malformed member matches nothing. */
+/** A malformed member matches nothing. */
 function listedTags(header: string): Array<{ weak: boolean; tag: string }> {
   const tags: Array<{ weak: boolean; tag: string }> = [];
   for (const member of header.split(",")) {
@@ -13,7 +13,6 @@ function listedTags(header: string): Array<{ weak: boolean; tag: string }> {
   return tags;
 }
 
-/** `If-Match: *` or `If-None-Match: *`: any current representation matches. */
 export const isAnyTag = (header: string) => header.trim() === "*";
 
 /** If-Match's strong comparison: a weak tag never matches. */

@@ -1,10 +1,11 @@
 import { HttpError } from "./errors";
 
+/** The client's name, named back only when it is short and plain. */
+export const shownName = (name: string, otherwise: string) => (/^[A-Za-z0-9_.-]{1,32}$/.test(name) ? name : otherwise);
+
 /**
- * Refuses a query parameter the operation does not take, or one given twice: Elysia would
- * ignore the first and keep the last of a repeated one, so `?offset=20` or `?limit=5&limit=50`
- * would quietly answer something the client did not ask for. Names only are read here; values
- * are the schema's. `hint` ends the message for an unknown parameter.
+ * Refuses an unknown or repeated query parameter: Elysia keeps the last of a repeated one, so
+ * `?limit=5&limit=50` would quietly answer something not asked for. Values are the schema's.
  */
 export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint: string): void {
   const start = url.indexOf("?");
@@ -23,9 +24,7 @@ export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint:
       }
     }
     if (!allowed.has(name)) {
-      // The name is the client's: it is named only when it is short and plain.
-      const shown = /^[A-Za-z0-9_.-]{1,32}$/.test(name) ? name : "a parameter";
-      throw new HttpError(400, `${shown}: unknown query parameter; ${hint}`);
+      throw new HttpError(400, `${shownName(name, "a parameter")}: unknown query parameter; ${hint}`);
     }
     if (seen.includes(name)) throw new HttpError(400, `${name}: given more than once; give it once`);
     seen.push(name);

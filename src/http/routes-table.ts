@@ -26,14 +26,13 @@ function compile(routes: readonly RouteLike[]) {
   return compiled;
 }
 
-/** Reads first, then writes, as HTTP lists them: "GET, POST", "GET, DELETE". */
 const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 const methodRank = (method: string) => {
   const rank = METHOD_ORDER.indexOf(method);
   return rank < 0 ? METHOD_ORDER.length : rank;
 };
 
-/** The methods routed for a concrete path: what a 405's Allow header lists. */
+/** What a 405's Allow header lists. */
 export function allowedMethodsFor(routes: readonly RouteLike[], path: string): string[] {
   const methods = compile(routes)
     .filter((route) => route.pattern.test(path))
@@ -41,7 +40,7 @@ export function allowedMethodsFor(routes: readonly RouteLike[], path: string): s
   return [...new Set(methods)].sort((a, b) => methodRank(a) - methodRank(b));
 }
 
-/** The route pattern a concrete path falls under ("/plants/:id"), for logs and metrics. */
+/** The route pattern of a path ("/plants/:id"), for logs and metrics. */
 export function routePatternFor(routes: readonly RouteLike[], path: string): string | undefined {
   return compile(routes).find((route) => route.pattern.test(path))?.path;
 }

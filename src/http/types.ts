@@ -4,18 +4,15 @@ import { TypeRegistry } from "elysia/type-system";
 
 import { INT64_MAX, INT64_MIN } from "../core/plant";
 
-export { INT64_MAX, INT64_MIN };
-export const INT32_MAX = 2_147_483_647;
+const INT32_MAX = 2_147_483_647;
 
 /*
- * Elysia coerces numeric strings ("7", "0x10", " 5", "1.0") into integers, and JSON.parse rounds
- * anything past 2^53. These kinds take only the exact forms the SPEC allows; they keep the
- * OpenAPI shape ({type: integer, format: int64}) of the schema they stand for.
+ * Elysia coerces numeric strings ("0x10", " 5") into integers and JSON.parse rounds past 2^53:
+ * these kinds take only the SPEC's exact forms, keeping the OpenAPI shape they stand for.
  */
 const inInt64 = (value: bigint) => value >= INT64_MIN && value <= INT64_MAX;
 const DECIMAL = /^-?[0-9]{1,20}$/;
 
-// What the body reader gives an integer: a number when it is safe, a bigint past 2^53.
 TypeRegistry.Set(
   "Int64",
   (_schema, value) => (typeof value === "bigint" && inInt64(value)) || Number.isSafeInteger(value),
@@ -52,47 +49,35 @@ TypeRegistry.Set("Text", (schema: { minLength: number; maxLength: number }, valu
 const int64Doc = { type: "integer", format: "int64" } as const;
 
 /**
- * Elysia builds a ValidationError's message by JSON-stringifying the input (which fails on a
- * bigint and is wasted work: errors.ts words its own message) unless the schema has `error`.
- * A function is used because it stays out of the OpenAPI document.
+ * Without `error`, Elysia JSON-stringifies the input for its message (which fails on a bigint);
+ * a function stays out of the OpenAPI document.
  */
 export function withOwnMessage<S extends object>(schema: S): S {
   return Object.assign(schema, { error: () => describeRule(schema) });
 }
 
-/**
- * A JSON body integer, kept exact by `parseJsonBody`: a safe integer as a number, anything
- * larger as a bigint; stores bind it with `BigInt()`. Typed as what a client sends (a number;
- * a bigint cannot go through JSON.stringify), so typed clients such as Eden accept it.
- */
+/** A JSON body integer: a number when safe, else a bigint; typed as a client sends it (a number) for Eden. */
 export const Int64 = (options: { description?: string } = {}) =>
   withOwnMessage(t.Unsafe<bigint | number>({ [Kind]: "Int64", ...int64Doc, ...options }));
 
-/** A path segment holding a signed 64-bit integer in decimal. */
 export const Int64Param = (options: { description?: string; examples?: number[] } = {}) =>
   t
     .Transform(withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options })))
     .Decode((value) => BigInt(value))
     .Encode((value) => value.toString());
 
-/**
- * A query value holding a signed 64-bit integer in decimal, left as the string that was
- * checked (read it with `BigInt()`), for the reason Int32Query gives.
- */
+/** Left as the checked string (read it with `BigInt()`), as Int32Query is. */
 export const Int64Query = (options: { description?: string } = {}) =>
   withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options }));
 
 /**
- * A query value holding a non-negative 32-bit integer in decimal, left as the string that was
- * checked: read it with `Number()`. No Transform here, because Elysia 1.4 runs a query's
- * Transform twice per request (the second time on the decoded value, throwing and swallowing
- * an error), which cost the list route about 15 % of its time.
+ * Left as the checked string (read it with `Number()`): Elysia 1.4 runs a query's Transform twice
+ * per request, throwing and swallowing an error the second time, which made the list route slow.
  */
 export const Int32Query = (
   options: { description?: string; minimum?: number; maximum?: number; examples?: number[] } = {},
 ) =>
   withOwnMessage(
-    // A client sends a number; the server receives the query string's text.
     t.Unsafe<number | `${number}`>({
       [Kind]: "DecimalInt32",
       type: "integer",
@@ -104,14 +89,13 @@ export const Int32Query = (
   );
 
 /**
- * A string of minLength..maxLength characters. Lone surrogates are refused because SQLite
- * stores UTF-8 and would silently change them, and U+0000 because PostgreSQL's text cannot
- * hold it: refused on both engines, so a name one of them stores the other never loses.
+ * minLength..maxLength code points. Lone surrogates (SQLite's UTF-8 would change them) and U+0000
+ * (PostgreSQL's text cannot hold it) are refused on both engines alike.
  */
 export const Text = (options: { minLength: number; maxLength: number; description?: string }) =>
   withOwnMessage(t.Unsafe<string>({ [Kind]: "Text", type: "string", ...options }));
 
-/** The rule a schema states (the one `value` breaks, when given), worded for a person; used in 400 messages. */
+/** The rule a schema states, worded for a 400's message. */
 export function describeRule(schema: unknown, value?: unknown): string {
   const s = (schema ?? {}) as Record<string | symbol, unknown>;
   const kind = s[Kind];

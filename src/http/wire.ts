@@ -1,10 +1,7 @@
 import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 
-/**
- * What every response carries, and CORS only for the origins configured: browsers elsewhere
- * get no CORS headers at all, so they cannot read the API's answers.
- */
+/** What every response carries, and CORS headers only for the configured origins. */
 export function wireDefaults(corsOrigins: readonly string[]) {
   const app = new Elysia({ name: "wire-defaults" }).headers({ "x-content-type-options": "nosniff" });
   if (corsOrigins.length === 0) return app;

@@ -4,7 +4,6 @@ import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
 
 export interface MetricsAppDeps {
   metrics: Metrics;
-  /** When set, a scrape wants `Authorization: Bearer <this>`. */
   token: string | undefined;
   log(message: string, detail: unknown): void;
 }
@@ -17,17 +16,13 @@ function tokenMatches(header: string | null, expected: Uint8Array): boolean {
   return given !== undefined && crypto.timingSafeEqual(digest(given), expected);
 }
 
-/** The path of an absolute URL, without its query. */
 function pathOf(url: string): string {
   const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
   const query = path.indexOf("?");
   return query < 0 ? path : path.slice(0, query);
 }
 
-/**
- * What the metrics listener answers: `GET /metrics` and nothing else. A plain handler rather
- * than an Elysia app: one route needs no router, and it keeps the listener's start-up cheap.
- */
+/** `GET /metrics` only: a plain handler, as one route needs no router and it keeps start-up cheap. */
 export function createMetricsApp({ metrics, token, log }: MetricsAppDeps) {
   const expected = token === undefined ? undefined : digest(token);
   const headers = { "x-content-type-options": "nosniff", "cache-control": "no-store" };
@@ -53,7 +48,6 @@ export function createMetricsApp({ metrics, token, log }: MetricsAppDeps) {
 
 export type MetricsApp = ReturnType<typeof createMetricsApp>;
 
-/** The metrics listener, apart from the API's: by default on 127.0.0.1 only. */
 export function serveMetrics(app: MetricsApp, { host, port }: { host: string; port: number }) {
   return Bun.serve({ hostname: host, port, fetch: app });
 }

@@ -9,77 +9,90 @@ export function family(name: string, type: string, help: string, samples: string
 export const sample = (name: string, labels: string, value: number) =>
   `${name}${labels ? `{${labels}}` : ""} ${Number.isFinite(value) ? value : 0}\n`;
 
+/** A family of one unlabelled sample. */
+export const single = (name: string, type: string, help: string, value: number) =>
+  family(name, type, help, [sample(name, "", value)]);
+
+/** Observations counted per bucket (not cumulative; the last slot is +Inf), written cumulatively. */
+export function histogram(bounds: readonly number[]) {
+  const perBucket = new Uint32Array(bounds.length + 1);
+  let sum = 0;
+  const self = {
+    count: 0,
+    observe(seconds: number) {
+      self.count++;
+      sum += seconds;
+      let bucket = 0;
+      while (bucket < bounds.length && seconds > (bounds[bucket] as number)) bucket++;
+      perBucket[bucket] = (perBucket[bucket] ?? 0) + 1;
+    },
+    samples(name: string, labels: string): string[] {
+      const le = labels ? `${labels},le=` : "le=";
+      let cumulative = 0;
+      const lines = bounds.map((bound, i) => {
+        cumulative += perBucket[i] ?? 0;
+        return sample(`${name}_bucket`, `${le}"${bound}"`, cumulative);
+      });
+      lines.push(sample(`${name}_bucket`, `${le}"+Inf"`, self.count));
+      lines.push(sample(`${name}_sum`, labels, sum), sample(`${name}_count`, labels, self.count));
+      return lines;
+    },
+  };
+  return self;
+}
+
 // A webhook attempt: from a receiver on the same network to one timed out at 10 s.
 const ATTEMPT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** What became of one webhook attempt. */
 export type AttemptResult = "delivered" | "retried" | "failed";
 
 /** Webhook deliveries as this instance made them, and the outbox's pending count. */
 export function webhookFamilies() {
   const attempts: Record<AttemptResult, number> = { delivered: 0, retried: 0, failed: 0 };
-  const perBucket = new Uint32Array(ATTEMPT_BUCKETS.length + 1);
-  let count = 0;
-  let sum = 0;
+  const durations = histogram(ATTEMPT_BUCKETS);
   let pending = 0;
   return {
-    /** An attempt made and recorded, how long it took, and what it made of its delivery. */
     attempt(result: AttemptResult, seconds: number) {
       attempts[result]++;
-      count++;
-      sum += seconds;
-      let bucket = 0;
-      while (bucket < ATTEMPT_BUCKETS.length && seconds > (ATTEMPT_BUCKETS[bucket] as number)) bucket++;
-      perBucket[bucket] = (perBucket[bucket] ?? 0) + 1;
+      durations.observe(seconds);
     },
     /** Read from the database by the dispatcher every few seconds, never on the scrape. */
     setPending(value: number) {
       pending = value;
     },
     render(): string[] {
-      const histogram: string[] = [];
-      let cumulative = 0;
-      ATTEMPT_BUCKETS.forEach((bound, i) => {
-        cumulative += perBucket[i] ?? 0;
-        histogram.push(sample("plant_store_webhook_attempt_duration_seconds_bucket", `le="${bound}"`, cumulative));
-      });
-      histogram.push(sample("plant_store_webhook_attempt_duration_seconds_bucket", 'le="+Inf"', count));
-      histogram.push(sample("plant_store_webhook_attempt_duration_seconds_sum", "", sum));
-      histogram.push(sample("plant_store_webhook_attempt_duration_seconds_count", "", count));
       return [
-        family(
+        single(
           "plant_store_webhook_deliveries_sent_total",
           "counter",
           "Webhook deliveries a receiver accepted (2xx), made by this instance.",
-          [sample("plant_store_webhook_deliveries_sent_total", "", attempts.delivered)],
+          attempts.delivered,
         ),
-        family(
+        single(
           "plant_store_webhook_deliveries_failed_total",
           "counter",
           "Webhook deliveries given up by this instance: retries exhausted, or the endpoint answered 410.",
-          [sample("plant_store_webhook_deliveries_failed_total", "", attempts.failed)],
+          attempts.failed,
         ),
         family(
           "plant_store_webhook_attempts_total",
           "counter",
           "Webhook attempts this instance made, by what became of the delivery.",
-          [
-            sample("plant_store_webhook_attempts_total", 'result="delivered"', attempts.delivered),
-            sample("plant_store_webhook_attempts_total", 'result="retried"', attempts.retried),
-            sample("plant_store_webhook_attempts_total", 'result="failed"', attempts.failed),
-          ],
+          (["delivered", "retried", "failed"] as const).map((result) =>
+            sample("plant_store_webhook_attempts_total", `result="${result}"`, attempts[result]),
+          ),
         ),
         family(
           "plant_store_webhook_attempt_duration_seconds",
           "histogram",
           "Time from starting a webhook attempt (address check included) to its answer or failure.",
-          histogram,
+          durations.samples("plant_store_webhook_attempt_duration_seconds", ""),
         ),
-        family(
+        single(
           "plant_store_webhook_deliveries_pending",
           "gauge",
           "Webhook deliveries still to be made, over every instance (read from the database every few seconds).",
-          [sample("plant_store_webhook_deliveries_pending", "", pending)],
+          pending,
         ),
       ];
     },

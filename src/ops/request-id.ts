@@ -2,17 +2,12 @@
 export interface RequestNote {
   readonly id: string;
   userId: number | undefined;
-  /**
-   * The peer's address as the socket gives it (failed authentication is limited per client
-   * address, which it is unless the peer is a trusted proxy); asked only when needed, as
-   * looking it up costs every request a little.
-   */
+  /** Asked only when needed: looking the socket's address up costs every request a little. */
   readonly peer: () => string | undefined;
   /** The client's address, once a failed authentication has been counted for it. */
   client?: string;
 }
 
-/** Notes by request: the access log reads them once the response is made. */
 export type RequestNotes = WeakMap<Request, RequestNote>;
 
 // Long enough for a UUID, a trace id or a prefixed id; nothing a log line could be hurt by.

@@ -2,20 +2,17 @@ import { Elysia } from "elysia";
 import type { StoreFailureKind } from "../core/failures";
 import { faultDetail } from "../core/fault";
 import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../core/health";
+import { within } from "../core/timers";
 import { errorResponse } from "../http/errors";
 
-/** Whether the process wants traffic: not before it listens, not once shutdown has begun. */
 export interface Lifecycle {
   state: "starting" | "ready" | "draining";
 }
 
 export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
-  /** Runs a trivial query; throws (or rejects) when the database does not answer. */
   pingDatabase(): Promise<unknown>;
-  /** Why writes are failing now (out of space, I/O, damage), if they are. */
   storeProblem(): StoreFailureKind | undefined;
-  /** Damage seen by any query keeps the service unready until a restart. */
   health: StoreHealth;
   log(message: string, detail: unknown, request?: Request): void;
 }
@@ -23,10 +20,6 @@ export interface OpsRoutesDeps {
 const NO_STORE = { "cache-control": "no-store" };
 const hidden = { detail: { hide: true } };
 
-/**
- * Health and readiness: unauthenticated, outside the rate limit, and left out of the API's
- * OpenAPI document. Metrics have their own listener (src/ops/metrics-app.ts).
- */
 const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
   capacity: "The service is at capacity.",
   busy: "The store is busy.",
@@ -40,19 +33,7 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
 /** A load balancer's probe waits about this long; a ping that takes longer counts as no answer. */
 const PING_DEADLINE_MS = 2_000;
 
-/** `value`, or a rejection once `ms` have passed without it. */
-async function withDeadline(value: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: Timer | undefined;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([value, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
+/** Unauthenticated, outside the rate limit, and left out of the OpenAPI document. */
 export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }: OpsRoutesDeps) {
   return new Elysia({ name: "ops" })
     .get(
@@ -71,7 +52,7 @@ export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }
           return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
         }
         try {
-          await withDeadline(pingDatabase(), PING_DEADLINE_MS);
+          await within(pingDatabase(), PING_DEADLINE_MS, () => new Error(`no answer within ${PING_DEADLINE_MS} ms`));
         } catch (error) {
           log("readiness check: the database does not answer", faultDetail(error), request);
           return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });

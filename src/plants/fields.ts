@@ -1,23 +1,20 @@
 import type { Plant } from "../core/plant";
 import type { PlantPage } from "../core/stores";
-import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import { HttpError } from "../http/errors";
+import { shownName } from "../http/query-names";
 
-/** The fields a plant can carry, in the order an answer writes them. */
 const FIELD_ORDER = ["id", "name", "tag"] as const;
 export type Fields = ReadonlyArray<(typeof FIELD_ORDER)[number]>;
 
-export { JSON_CONTENT_TYPE };
-
 const HINT = "give a comma-separated subset of id,name,tag, each once, e.g. fields=id,name";
 
-/** `fields` as given: the names asked for, in the answer's order; 400 naming an unknown or repeated one. */
+/** The names asked for, in the answer's order; 400 naming an unknown or repeated one. */
 export function parseFields(value: string): Fields {
   if (value === "") throw new HttpError(400, `fields: empty; ${HINT}`);
   const asked = new Set<string>();
   for (const name of value.split(",")) {
     if (!(FIELD_ORDER as readonly string[]).includes(name)) {
-      // The name is the client's: it is named only when it is short and plain.
-      const shown = name === "" ? "an empty name" : /^[A-Za-z0-9_.-]{1,32}$/.test(name) ? name : "a name";
+      const shown = name === "" ? "an empty name" : shownName(name, "a name");
       throw new HttpError(400, `fields: ${shown} is not a field of a plant; ${HINT}`);
     }
     if (asked.has(name)) throw new HttpError(400, `fields: ${name} is given more than once; ${HINT}`);
@@ -26,7 +23,7 @@ export function parseFields(value: string): Fields {
   return FIELD_ORDER.filter((field) => asked.has(field));
 }
 
-/** `fields` of a one-plant request, read from its URL (no query schema, so a plain GET pays nothing). */
+/** Read from the URL (no query schema, so a plain GET pays nothing). */
 export function fieldsOf(url: string): Fields | undefined {
   if (!url.includes("?")) return undefined;
   const given = new URL(url).searchParams.getAll("fields");
@@ -34,10 +31,7 @@ export function fieldsOf(url: string): Fields | undefined {
   return given.length === 0 ? undefined : parseFields(given[0] as string);
 }
 
-/**
- * One plant's JSON with only `fields`. The id is written from the bigint's digits, never
- * through a JS number, so it is exact over the whole int64 range; a plant without a tag has none.
- */
+/** The id is written from the bigint's digits, never through a JS number, so it stays exact. */
 export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant): string {
   let json = "";
   for (const field of fields) {
@@ -48,10 +42,8 @@ export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant):
   return `{${json.slice(1)}}`;
 }
 
-/** A page's plants as a JSON array with only `fields` (the page read with its ids when `id` is one). */
 export function pageJson(fields: Fields, page: PlantPage): string {
   return `[${page.plants.map((plant, i) => plantJson(fields, page.ids?.[i], plant)).join(",")}]`;
 }
 
-/** Whether the store must read the plants' ids for these fields. */
 export const needsIds = (fields: Fields | undefined) => fields?.includes("id") === true;

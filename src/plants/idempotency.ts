@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import type { KeptAnswer, KeyedCreate } from "../core/idempotency";
 import type { NewPlant } from "../core/plant";
 import type { PlantStore } from "../core/stores";
-import { errorJson, HttpError } from "../http/errors";
+import { errorJson, HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { routeError } from "../http/models";
 import { plantETag } from "./etag";
-import { JSON_CONTENT_TYPE, plantJson } from "./fields";
+import { plantJson } from "./fields";
 
 /** 1 to 255 visible ASCII characters (SPEC, "Retrying a create safely"). */
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -21,16 +21,12 @@ export function idempotencyKeyOf(request: Request): string | undefined {
   return key;
 }
 
-/**
- * What a retry must repeat: the method, the path and the plant sent, as its fields (so the
- * same plant written with other spacing or key order is the same request).
- */
+/** Of the plant's fields, so other spacing or key order is the same request. */
 function requestHash(plant: NewPlant): string {
   const canonical = JSON.stringify(["POST", "/plants", String(plant.id), plant.name, plant.tag ?? null]);
   return createHash("sha256").update(canonical).digest("hex");
 }
 
-/** A kept answer as sent: a plant (2xx) or the Error body. */
 function answerResponse({ status, body, etag }: KeptAnswer, replayed: boolean): Response {
   const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
   if (etag !== undefined) headers.etag = etag;
@@ -39,10 +35,8 @@ function answerResponse({ status, body, etag }: KeptAnswer, replayed: boolean): 
 }
 
 /**
- * Keyed creates: the answer is built before the write (the plant as sent is the plant as
- * stored), kept with the plant in its transaction, and given again, byte for byte, to a retry.
- * A second request with a key this instance is still processing gets 409 at once; one through
- * another instance (PostgreSQL) is told apart by the record in the database.
+ * The answer is built before the write (the plant as sent is the plant as stored), kept with it, and
+ * replayed byte for byte. A key still in flight here gets 409 at once; on another instance, the store says.
  */
 export function keyedCreates(plants: PlantStore, ttlHours: number, clock: () => number) {
   const inFlight = new Set<string>();

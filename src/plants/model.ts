@@ -13,9 +13,7 @@ export const plantModels = {
       tag: tag(),
     }),
   ),
-  /** PUT's body: the plant as it should be (an `id` sent along is ignored; a tag left out is removed). */
   PlantReplacement: withOwnMessage(t.Object({ name: name(), tag: tag() })),
-  /** PATCH's body, a JSON merge patch (RFC 7396): keys left out stay as they are; other keys are ignored. */
   PlantPatch: withOwnMessage(
     t.Object({
       name: t.Optional(name()),
@@ -28,7 +26,6 @@ export const plantModels = {
   ),
 };
 
-/** What `fields` means, for OpenAPI (GET /plants declares it in its query, GET /plants/{id} as a parameter). */
 export const FIELDS_DOC = {
   description:
     "Only these fields of each plant, comma-separated, each once, written in the order id, name, tag " +
@@ -57,7 +54,3 @@ export const listPlantsQuery = t.Object({
 export const plantIdParams = t.Object({
   id: Int64Param({ description: "The id of one of the caller's plants, in decimal", examples: [42] }),
 });
-
-export type Plant = (typeof plantModels.Plant)["static"];
-export type NewPlant = (typeof plantModels.NewPlant)["static"];
-export type PlantPatch = (typeof plantModels.PlantPatch)["static"];

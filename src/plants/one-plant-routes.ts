@@ -2,14 +2,14 @@ import { Elysia } from "elysia";
 import { type AuthLimits, bearerAuth } from "../auth/plugin";
 import type { Plant } from "../core/plant";
 import type { PlantChange, PlantStore, TokenStore } from "../core/stores";
-import { HttpError } from "../http/errors";
+import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, routeErrors } from "../http/models";
 import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
 import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
-import { fieldsOf, JSON_CONTENT_TYPE, plantJson } from "./fields";
+import { fieldsOf, plantJson } from "./fields";
 import { FIELDS_DOC, plantIdParams, plantModels } from "./model";
 import {
   BAD_ID,
@@ -31,17 +31,13 @@ export interface OnePlantDeps {
   metrics: Pick<Metrics, "plantDeleted">;
 }
 
-/** The authenticated /plants routes start from this: one auth, one set of models. */
+/** The authenticated /plants routes: one auth, one set of models. */
 export const plantBase = ({ tokens, limits, notes }: Pick<OnePlantDeps, "tokens" | "limits" | "notes">) =>
   new Elysia({ prefix: "/plants" }).use(bearerAuth(tokens, limits, notes)).model({ ...plantModels, ...errorModels });
 
 const notFound = () => new HttpError(404, "id: you have no plant with this id");
 
-/**
- * The plant a write must find stored: none to check (no If-Match, or `*`), or the stored one
- * when its ETag is listed. The write then checks it again in its own statement, so two writes
- * racing with the same If-Match cannot both pass.
- */
+/** The plant an If-Match write expects; the write checks it again itself, so two racing writes cannot both pass. */
 async function expectedPlant(plants: PlantStore, ownerId: number, id: bigint, request: Request) {
   const header = request.headers.get("if-match");
   if (header === null || isAnyTag(header)) return undefined;
@@ -57,7 +53,6 @@ async function missed(plants: PlantStore, ownerId: number, id: bigint, expected:
   throw notFound();
 }
 
-/** GET, PUT, PATCH and DELETE on /plants/{id}, added to `app` (see plantBase). */
 export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body: bodyLimits, metrics }: OnePlantDeps) {
   const update = async (
     ownerId: number,

@@ -1,11 +1,6 @@
 import { modelResponse } from "../http/models";
 
-/*
- * What the plant routes' OpenAPI `detail` says, kept apart from the handlers (the generator's
- * `x-` keys are moved into place in src/docs/paths.ts).
- */
-
-/** What OpenAPI says of the ETag a one-plant answer carries. */
+// The plant routes' OpenAPI `detail` (`x-` keys are moved into place by src/docs/paths.ts).
 export const ETAG_HEADER = {
   ETag: {
     description: "The plant's strong entity tag: send it in If-Match to change the plant only if nobody else has",

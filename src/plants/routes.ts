@@ -1,47 +1,34 @@
-import type { AuthLimits } from "../auth/plugin";
 import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
-import type { PlantStore, TokenStore } from "../core/stores";
 import { HttpError } from "../http/errors";
-import { type BodyLimits, jsonBody } from "../http/json-body";
+import { jsonBody } from "../http/json-body";
 import { errorResponses, modelResponse, routeErrors } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
-import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
 import { parseFields } from "./fields";
 import { IDEMPOTENCY_DOC, idempotencyKeyOf, keyedCreates, TAKEN_MESSAGE } from "./idempotency";
 import { longList, shortPage } from "./list-answer";
 import { listPlantsQuery } from "./model";
-import { onePlantRoutes, plantBase } from "./one-plant-routes";
+import { type OnePlantDeps, onePlantRoutes, plantBase } from "./one-plant-routes";
 import { ETAG_HEADER } from "./route-docs";
 
 const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag", "fields"]);
 const LIST_PARAMETERS_HINT =
   "this operation takes limit, after, tag and fields. To page, give limit and follow the Link header, or pass after=<the last id you have>";
 
-export interface PlantRoutesDeps {
-  plants: PlantStore;
-  tokens: TokenStore;
-  limits: AuthLimits;
-  body: BodyLimits;
-  notes: RequestNotes;
+export interface PlantRoutesDeps extends OnePlantDeps {
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
-  /** IDEMPOTENCY_TTL_HOURS, and the clock a kept answer's age is read on. */
   idempotency: { ttlHours: number; clock: () => number };
 }
 
 /*
- * Responses are documented in `detail` rather than declared as `response` schemas: handlers
- * return values typed from the same models, and skipping Elysia's response validation keeps
- * the hot path lean. The generator also cannot document a body-less 204 from a schema.
+ * Responses are documented in `detail`, not declared as `response` schemas: skipping response
+ * validation keeps the hot path lean, and the generator cannot document a body-less 204.
  */
 export function plantRoutes(deps: PlantRoutesDeps) {
   const { plants, body: bodyLimits, metrics, log, idempotency } = deps;
-  const faultLoggerFor = (request: Request) => (error: unknown) => {
-    log("listing plants failed mid-answer", error, request);
-  };
   const keyed = keyedCreates(plants, idempotency.ttlHours, idempotency.clock);
   return onePlantRoutes(plantBase(deps), deps)
     .post(
@@ -87,10 +74,9 @@ export function plantRoutes(deps: PlantRoutesDeps) {
           ownerId: user.id,
           filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
           limit: query.limit === undefined ? undefined : Number(query.limit),
-          onFault: faultLoggerFor(request),
+          onFault: (error: unknown) => log("listing plants failed mid-answer", error, request),
           fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
-        // A limit within one chunk is one statement; anything longer may be streamed (list-answer.ts).
         // A long list may be a streamed Response of the same array.
         if (list.limit === undefined || list.limit > plants.listChunkSize)
           return (await longList(plants, list)) as Plant[];

@@ -19,7 +19,7 @@ export interface AttemptOptions {
   random: () => number;
 }
 
-/** One attempt at a claimed delivery: signed, sent, and recorded with what becomes of it. Throws only when recording fails. */
+/** Signs, sends and records one attempt; throws only when recording fails. */
 export async function attemptDelivery(delivery: ClaimedDelivery, options: AttemptOptions): Promise<void> {
   const { store, retryDelaysMs, allowPrivate, metrics, timeoutMs, resolve, clock, random } = options;
   const number = delivery.attempts + 1;

@@ -1,24 +1,15 @@
 import type { ClaimedDelivery, ClaimRequest } from "../core/stores";
 import { ATTEMPTS_PER_SECOND, CIRCUIT_FAILURES, CIRCUIT_REST_MS, LEASE_MS, PER_ENDPOINT } from "./rules";
 
-/** The fairness rules and the budget (src/webhooks/rules.ts); tests shorten them. */
-export interface Fairness {
-  perEndpoint: number;
-  circuit: ClaimRequest["circuit"];
-  attemptsPerSecond: number;
-}
-
-export const FAIRNESS: Fairness = {
+/** src/webhooks/rules.ts; tests shorten them. */
+export const FAIRNESS = {
   perEndpoint: PER_ENDPOINT,
   circuit: { failures: CIRCUIT_FAILURES, restMs: CIRCUIT_REST_MS },
   attemptsPerSecond: ATTEMPTS_PER_SECOND,
 };
+export type Fairness = typeof FAIRNESS;
 
-/**
- * What the dispatcher's next claim may ask for: this instance's attempts in flight by endpoint,
- * and a token bucket of attempts (up to `attemptsPerSecond` at once, refilled at that rate), so
- * however many deliveries are due, attempts take a bounded share of the API's thread.
- */
+/** The dispatcher's next claim: attempts in flight by endpoint, and a token bucket of attempts per second. */
 export function claimPlanner({ perEndpoint, circuit, attemptsPerSecond }: Fairness, clock: () => number) {
   const busy = new Map<number, number>();
   let tokens = attemptsPerSecond;
@@ -29,7 +20,7 @@ export function claimPlanner({ perEndpoint, circuit, attemptsPerSecond }: Fairne
     refilledAt = now;
   };
   return {
-    /** The claim for `room` free slots, or, when the budget has none left, how long until it has one. */
+    /** The claim for `room` free slots, or how long until the budget has one. */
     next(room: number): ClaimRequest | { waitMs: number } {
       refill();
       const count = Math.min(room, Math.floor(tokens));

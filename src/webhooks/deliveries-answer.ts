@@ -1,17 +1,16 @@
 import type { DeliveryListing, WebhookStore } from "../core/stores";
-import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import { nextTurn } from "../core/timers";
+import { HttpError, jsonHeaders } from "../http/errors";
 
 /** Deliveries read per statement: about 170 KiB of JSON. */
 const CHUNK = 1000;
 const encoder = new TextEncoder();
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface DeliveriesRequest {
   ownerId: number;
   webhookId: number;
   after: string | undefined;
   limit: number | undefined;
-  /** Where a fault goes once the answer has begun. */
   onFault: (error: unknown) => void;
 }
 
@@ -26,10 +25,8 @@ async function page(store: WebhookStore, request: DeliveriesRequest, after: stri
 }
 
 /**
- * An endpoint's delivery log, paged as plants are (src/plants/list-answer.ts): a page of one
- * chunk is answered whole; a longer one is streamed chunk by chunk, with a turn of the event
- * loop between chunks, so memory stays at a chunk whatever the log's length. With a limit
- * past one chunk, the page's end is found first so the `Link` header can be sent with it.
+ * Paged and streamed as plants are (src/plants/list-answer.ts); with a limit past one chunk, the
+ * page's end is found first so the `Link` header can be sent with it.
  */
 export async function deliveriesAnswer(
   store: WebhookStore,
@@ -85,7 +82,5 @@ export async function deliveriesAnswer(
       }
     },
   });
-  const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
-  if (link) headers.link = link;
-  return new Response(body, { headers });
+  return new Response(body, { headers: jsonHeaders(link) });
 }

@@ -15,7 +15,6 @@ export interface DispatcherOptions {
   allowPrivate: boolean;
   log: FaultLog;
   metrics: DispatcherMetrics;
-  /** How often due deliveries are looked for when nothing wakes the dispatcher. */
   pollMs?: number;
   /** Attempts in flight at once; a hanging receiver holds one slot for at most the timeout. */
   concurrency?: number;
@@ -24,20 +23,14 @@ export interface DispatcherOptions {
   resolve?: Resolver;
   clock?: () => number;
   random?: () => number;
-  /** How often the pending gauge is read: counting grows with the outbox, so never on a scrape. */
+  /** How often the pending gauge is read: counting grows with the outbox. */
   pendingEveryMs?: number;
 }
 
 /**
- * Sends due deliveries in the background: claims a batch (a lease, so other instances skip
- * it; the claim first fans created plants' events out into deliveries), makes each attempt
- * with its own timeout, records it. Nothing here is on a request's path: a create only wakes it. Claims are fair (core/webhooks.ts, ClaimRequest): an endpoint
- * holds at most `perEndpoint` slots, owners take turns, and an endpoint that keeps failing
- * rests, so one user's dead or slow receivers never keep another's waiting; and attempts start
- * within a budget per second, so they never crowd out the API.
- *
- * Failures of the database are logged once per streak and retried at the next poll; an attempt
- * whose record fails is made again when its lease ends (at-least-once).
+ * Sends due deliveries in the background (a create only wakes it): claims a leased batch fairly
+ * (ClaimRequest), attempts each, records it. Database failures are logged once per streak and
+ * retried at the next poll; an attempt whose record fails is made again after its lease.
  */
 export function createDispatcher({
   store,
@@ -64,7 +57,6 @@ export function createDispatcher({
   let pendingReadAt = Number.NEGATIVE_INFINITY;
   let failing = false;
   const idle: Array<() => void> = [];
-  /** Settles when the tick under way ends: a claim it is waiting for launches its batch then. */
   let ticking: Promise<void> | undefined;
 
   function schedule(delayMs: number) {
@@ -97,10 +89,8 @@ export function createDispatcher({
       return;
     }
     running = true;
-    let tickEnded = () => {};
-    ticking = new Promise<void>((resolve) => {
-      tickEnded = resolve;
-    });
+    const { promise, resolve: tickEnded } = Promise.withResolvers<void>();
+    ticking = promise;
     lastTickAt = performance.now();
     let nextMs = pollMs;
     try {
@@ -144,7 +134,6 @@ export function createDispatcher({
     wake();
   }
 
-  /** Looks for due deliveries soon: a plant was created, or a slot came free. */
   function wake() {
     if (stopped) return;
     if (running) {
@@ -161,12 +150,7 @@ export function createDispatcher({
       schedule(0);
     },
     wake,
-    /**
-     * Claims no more, and waits for the attempts in flight to be recorded, at most `graceMs`;
-     * one still in flight then is made again by whichever instance claims it after its lease.
-     * A claim already under way is waited for too: the batch it returns is sent, and waited for
-     * like the rest. Resolves once nothing is in flight or the grace is over.
-     */
+    /** Claims no more; waits up to `graceMs` for the claim and attempts under way (one cut off is redone after its lease). */
     async stop(graceMs = timeoutMs): Promise<void> {
       stopped = true;
       if (timer) clearTimeout(timer);
@@ -179,7 +163,6 @@ export function createDispatcher({
       if (inFlight > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
       clearTimeout(expire);
     },
-    /** Attempts in flight now (tests and shutdown). */
     inFlight: () => inFlight,
   };
 }

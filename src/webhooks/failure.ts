@@ -1,5 +1,3 @@
-/** How an attempt fails: its deadline, and the one line an attempt log or an API 400 shows. */
-
 const ERROR_LENGTH_LIMIT = 300;
 
 export class TimedOut extends Error {
@@ -33,11 +31,7 @@ const PLAIN_REASONS: Record<string, string> = {
   ENOTFOUND: "no such host",
 };
 
-/**
- * One line for the attempt log: a known socket code in words, otherwise the message (and code),
- * with whitespace and control characters made single spaces: the line is stored (PostgreSQL's
- * text cannot hold U+0000) and printed by the CLI.
- */
+/** One line for the attempt log; control characters go, as PostgreSQL's text cannot hold U+0000. */
 export function reasonOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string" && PLAIN_REASONS[code]) return PLAIN_REASONS[code];

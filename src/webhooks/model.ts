@@ -2,10 +2,7 @@ import { t } from "elysia";
 import { Int32Query, Text, withOwnMessage } from "../http/types";
 
 const time = (description: string) => t.String({ format: "date-time", description });
-/**
- * An integer the service sends (responses are not validated): Unsafe, because t.Integer is
- * documented as "integer or numeric string", which clients then type `string | number`.
- */
+/** Unsafe: t.Integer is documented as "integer or numeric string", which clients type `string | number`. */
 const integer = (description?: string) => t.Unsafe<number>({ type: "integer", ...(description && { description }) });
 
 export const webhookModels = {
@@ -65,5 +62,3 @@ export const deliveriesQuery = t.Object({
     }),
   ),
 });
-
-export type RegisteredWebhook = (typeof webhookModels.RegisteredWebhook)["static"];

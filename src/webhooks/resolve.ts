@@ -1,7 +1,6 @@
+import { within } from "../core/timers";
 import { isIP, isPublicAddress } from "./address";
-import { deadlineOf, raceSignal, reasonOf } from "./failure";
-
-/** Where a webhook may be sent: the receiver's host resolved once and held to the public-address rule. */
+import { reasonOf, TimedOut } from "./failure";
 
 export interface Target {
   address: string;
@@ -11,22 +10,14 @@ export type Resolver = (hostname: string) => Promise<Target[]>;
 
 const RESOLVE_TIMEOUT_MS = 5_000;
 
-/** The system resolver; getaddrinfo cannot be cancelled, so a hung lookup is only stopped waiting for. */
-export function systemResolverWithin(timeoutMs: number): Resolver {
-  return async (hostname) => {
-    const deadline = deadlineOf(timeoutMs);
-    try {
-      // Loaded on first use, as node:net is (address.ts): a start does not pay for it.
-      const { lookup } = await import("node:dns/promises");
-      const found = await raceSignal(lookup(hostname, { all: true, verbatim: true }), deadline.signal);
-      return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
-    } finally {
-      deadline.cancel();
-    }
-  };
-}
-
-export const systemResolver: Resolver = systemResolverWithin(RESOLVE_TIMEOUT_MS);
+/** getaddrinfo cannot be cancelled: a hung lookup is only stopped waiting for. */
+export const systemResolver: Resolver = async (hostname) => {
+  // Loaded on first use, as node:net is (address.ts).
+  const { lookup } = await import("node:dns/promises");
+  const lookingUp = lookup(hostname, { all: true, verbatim: true });
+  const found = await within(lookingUp, RESOLVE_TIMEOUT_MS, () => new TimedOut(RESOLVE_TIMEOUT_MS));
+  return found.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
+};
 
 /** A receiver address the webhook rules refuse; the message suits an API 400 and an attempt log. */
 export class AddressRefused extends Error {
@@ -36,10 +27,7 @@ export class AddressRefused extends Error {
 const notPublic = (address: string) =>
   `${address}, which is not a public address (private ones are allowed only when the service runs with WEBHOOK_ALLOW_PRIVATE=true)`;
 
-/**
- * The address to connect to for `url`'s host. Every address a name resolves to must be public,
- * not just the first: the connection uses one, but a rule that looks at one can be steered.
- */
+/** Every address a name resolves to must be public, not just the one connected to: one can be steered. */
 export async function checkedAddress(url: URL, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<Target> {
   const host = bare(url.hostname);
   const literal = isIP(host);

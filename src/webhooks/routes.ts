@@ -14,7 +14,6 @@ import { newSecret } from "./signing";
 
 /** SPEC: at most 10 endpoints per user. */
 export const MAX_ENDPOINTS = 10;
-// What 400 and 404 mean on the routes of one endpoint.
 const BAD_ID = "The path's id is not an integer from 1 to 2147483647";
 const NO_SUCH_WEBHOOK = "You have no webhook endpoint with this id (another user's are not yours to see)";
 const DELIVERIES_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after"]);
@@ -30,19 +29,10 @@ export interface WebhookRoutesDeps {
   resolve?: Resolver;
 }
 
-/**
- * The URL as stored, or a 400 naming the rule it breaks: absolute http(s), no credentials, and
- * (unless WEBHOOK_ALLOW_PRIVATE) a host whose every address is public. The dispatcher checks
- * the address again at each attempt: what a name resolves to can change.
- */
+/** The URL as stored, or a 400; each attempt checks the address again, as what a name resolves to can change. */
 async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolver | undefined): Promise<string> {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new HttpError(400, "url: must be an absolute http or https URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
+  const url = URL.parse(text);
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
     throw new HttpError(400, "url: must be an absolute http or https URL");
   }
   if (url.username !== "" || url.password !== "") {
@@ -57,7 +47,6 @@ async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolve
   return url.href;
 }
 
-/** A user's own webhook endpoints and their delivery logs; another user's are 404, as plants are. */
 export function webhookRoutes({
   webhooks,
   tokens,

@@ -4,22 +4,13 @@ import { deadlineOf, raceSignal, reasonOf } from "./failure";
 import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
 import { ATTEMPT_TIMEOUT_MS, CONNECT_TIMEOUT_MS } from "./rules";
 
-export {
-  AddressRefused,
-  checkedAddress,
-  type Resolver,
-  systemResolver,
-  systemResolverWithin,
-  type Target,
-} from "./resolve";
+export { AddressRefused, checkedAddress, type Resolver, systemResolver, type Target } from "./resolve";
 
-/** One webhook delivery attempt: the receiver's address checked, pinned, and POSTed to once. */
-
-/** A receiver's answer is only its status; reading a little of the body lets it finish writing. */
+/** Only the status counts; reading a little of the body lets the receiver finish writing. */
 const BODY_READ_LIMIT = 64 * 1024;
 const RETRY_AFTER_CAP_MS = 24 * 60 * 60 * 1000;
 
-/** Always answers the checked address, so the socket cannot reach anything a fresh lookup would say. */
+/** The checked address, so the socket cannot reach anything a fresh lookup would say. */
 function pinnedTo(target: Target): LookupFunction {
   return (_hostname, options, callback) => {
     if (options.all) callback(null, [target]);
@@ -51,7 +42,6 @@ export interface AttemptInput {
   body: string;
   headers: Record<string, string>;
   timeoutMs?: number;
-  /** The connection must be up within this, inside timeoutMs. */
   connectTimeoutMs?: number;
   allowPrivate: boolean;
   resolve?: Resolver;
@@ -64,10 +54,7 @@ interface Answer {
   retryAfter?: string;
 }
 
-/**
- * One attempt; never throws. The whole attempt, DNS included, is bounded by timeoutMs, and the
- * TCP connection by connectTimeoutMs within it.
- */
+/** Never throws; timeoutMs bounds the whole attempt, DNS included. */
 export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   const started = performance.now();
   const timeoutMs = input.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
@@ -88,12 +75,8 @@ export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
 }
 
 function parse(text: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new Error("url: not an absolute URL");
-  }
+  const url = URL.parse(text);
+  if (!url) throw new Error("url: not an absolute URL");
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("url: the scheme must be http or https");
   return url;
 }
@@ -105,9 +88,8 @@ const clientFor = (url: URL): Promise<Client> =>
   url.protocol === "https:" ? import("node:https") : import("node:http");
 
 /**
- * POSTs to the pinned address; no redirect is followed (node:http never does). `agent: false`
- * gives every attempt its own connection: a pooled socket is keyed by host and port, not by the
- * address this attempt checked, and attempts to one receiver are minutes apart anyway.
+ * No redirect is followed (node:http never does). `agent: false`: a pooled socket is keyed by host
+ * and port, not by the address this attempt checked.
  */
 function exchange(
   client: Client,
@@ -162,7 +144,6 @@ function exchange(
   });
 }
 
-/** Reads and discards the body up to BODY_READ_LIMIT, then calls `done` once. */
 function drain(response: IncomingMessage, done: () => void) {
   let read = 0;
   let finished = false;
