@@ -1,24 +1,14 @@
 import { PLANT_FIELDS } from "./queries";
 
-/*
- * Creates sent with an Idempotency-Key, on PostgreSQL (core/idempotency.ts). They go in the
- * same groups as the other creates (group-insert.ts): a group holding one takes this statement
- * instead of PLANT_SQL.insertGroup, so the plant and its kept answer are one statement's, and
- * so one transaction's.
- */
-
 const COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
 const RETURNED = PLANT_FIELDS.map(({ field, column }) => `"${column}" AS "${field}"`).join(", ");
 
 export const IDEMPOTENCY_SQL = {
   /**
-   * $1: the group as a JSON array, each create its plant's columns and, when keyed, `key`,
-   * `hash`, `at` and `expired_at` (ms), and the answers `cs`/`cb`/`ce` (created: status, body,
-   * ETag) and `ts`/`tb` (taken). A keyed create whose key has a record (`kept`) inserts nothing;
-   * the others go in as in insertGroup, and each keyed one's answer is kept by the plant it
-   * made or the id it found taken. A record another session wrote since this statement began
-   * is a unique violation (23505): the statement fails, nothing of it stays, and the group is
-   * sent again one by one (group-insert.ts). One row per create, in the group's order.
+   * A group holding a keyed create, so the plant and its kept answer commit together. $1: each
+   * create's columns and, keyed, `key`, `hash`, `at`, `expired_at` (ms) and the answers created
+   * (`cs`/`cb`/`ce`: status, body, ETag) and taken (`ts`/`tb`). A record another session wrote
+   * meanwhile fails it with 23505 (group-insert.ts). One row per create, in order.
    */
   insertGroup: `WITH q AS (
       SELECT p.*, e.ordinality AS n, e.value->>'key' AS key, e.value->>'hash' AS hash,
@@ -54,9 +44,7 @@ export const IDEMPOTENCY_SQL = {
       LEFT JOIN recorded r ON r.owner_id = q.owner_id AND r.key = q.key
       LEFT JOIN kept k ON k.n = q.n
     ORDER BY q.n`,
-  /** (owner, key, expired at): a record past its time, out of the way of a new request with its key. */
   dropExpired: "DELETE FROM idempotency_keys WHERE owner_id = $1 AND key = $2 AND created_at <= $3::timestamptz",
-  /** (made before, count): the oldest records; rows another instance is removing are skipped. */
   prune: `WITH gone AS (
       DELETE FROM idempotency_keys WHERE (owner_id, key) IN (
         SELECT owner_id, key FROM idempotency_keys WHERE created_at < $1::timestamptz

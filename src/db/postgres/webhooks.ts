@@ -3,13 +3,9 @@ import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } 
 import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
-/** A key space for the per-owner advisory lock that keeps the endpoint cap exact across instances ("wh"). */
+/** The advisory lock's key space ("wh") for the per-owner lock that keeps the endpoint cap across instances. */
 const REGISTER_LOCK_SPACE = 0x7768;
 
-/**
- * Webhook endpoints and the outbox on PostgreSQL. Several instances claim due deliveries with
- * `FOR UPDATE SKIP LOCKED`, so each attempt is made by one of them.
- */
 export function createPostgresWebhookStore(client: SQL, clock: () => number): WebhookStore {
   const fanOut = (sql: string, other: number) => async (count: number) => {
     const [{ n }] = (await client.unsafe(sql, [count, other])) as [{ n: number }];
@@ -48,7 +44,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
       await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOut, circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
-      // seq is int8, given as decimal text; it stays far below 2^53.
+      // int8 as decimal text, far below 2^53.
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },
 

@@ -1,22 +1,18 @@
 import type { Database } from "bun:sqlite";
-import { type Migration, migrationStatus } from "./migrations";
+import type { Migration } from "../migrations";
+import { migrationStatus } from "./migrations";
 
-/** At most this many lines per check: a badly damaged file would otherwise print thousands. */
+/** A badly damaged file would otherwise print thousands of lines. */
 const MAX_LINES = 100;
 
 export interface CheckReport {
-  /** One line per check that passed, for the operator. */
   passed: string[];
-  /** One line per problem found. */
   problems: string[];
 }
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/**
- * Reads the database and changes nothing: SQLite's integrity and foreign key checks, and the
- * migrations that are not applied yet.
- */
+/** Integrity, foreign keys and pending migrations; changes nothing. */
 export function checkDatabase(sqlite: Database, migrations: Migration[]): CheckReport {
   const passed: string[] = [];
   const problems: string[] = [];

@@ -1,26 +1,14 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
-import {
-  LIST_CHUNK_SIZE,
-  type PlantChange,
-  type PlantFilter,
-  type PlantPage,
-  type PlantStore,
-  trimToPage,
-} from "../../core/stores";
+import { LIST_CHUNK_SIZE, type PlantChange, type PlantFilter, type PlantStore } from "../../core/stores";
+import { nthId, SHAPES, shapeOf, toPage } from "../plant-list";
 import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
 import type { Writer } from "./writer";
 
-/** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
-const BOUNDARY_STEP = 10_000;
-
 type Row = Record<string, unknown> & { id?: bigint };
 
-/**
- * A row as its owner sees it: no id, nothing null. The driver's row object serves as the Plant
- * (JSON leaves out what is undefined).
- */
+/** A row as its owner sees it: no id, nothing null (the driver's row object is reused). */
 function toPlant(row: Row): Plant {
   row.id = undefined;
   for (const key in row) if (row[key] === null) row[key] = undefined;
@@ -41,15 +29,7 @@ const changeParams = ({ name, tag }: PlantChange): SQLQueryBindings[] => [
   tag ?? null,
 ];
 
-/** Where a filter's statements sit: with or without a cursor, with or without a tag. */
-const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
-const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
-
-/**
- * An owner's plants on SQLite. Reads run at once on the caller's thread; writes go through group commit,
- * so they resolve only once durable. Ids are read as bigints (`safeIntegers`): the driver would
- * round integers past 2^53, and a rounded cursor would skip or repeat plants.
- */
+/** Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round them. */
 export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   const lists = SHAPES.map((shape) => ({
     rows: sqlite.prepare<Row, SQLQueryBindings[]>(listSql(shape, false)).safeIntegers(true),
@@ -78,7 +58,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row ? toPlant(row) : undefined;
     },
 
-    /** One process owns the file, and the route lets one request per key in at a time: never busy. */
+    /** Never busy: one process owns the file, and the route lets one request per key in at a time. */
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
       const { key, created, taken } = keyed;
       const row = await writes.run<KeptRow & { fresh: number }>({
@@ -110,36 +90,17 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return gone.length;
     },
 
-    async listPage(
-      ownerId: number,
-      filter: PlantFilter,
-      count: number,
-      upTo?: bigint,
-      withIds?: boolean,
-    ): Promise<PlantPage> {
+    async listPage(ownerId, filter, count, upTo, withIds) {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
-      const { more, lastId } = trimToPage(rows, count, upTo, (row) => row.id as bigint);
-      if (!withIds) return { plants: rows.map(toPlant), lastId, more };
-      const ids = rows.map((row) => row.id as bigint); // before toPlant drops them
-      return { plants: rows.map(toPlant), ids, lastId, more };
+      return toPage(rows, count, upTo, withIds, (row) => row.id as bigint, toPlant);
     },
 
-    /** Walks ids in steps from the index, with a turn of the event loop between steps. */
-    async nthId(ownerId: number, filter: PlantFilter, count: number) {
-      if (count <= 0) return undefined;
-      let after = filter.after;
-      let left = count;
-      for (;;) {
-        const step = Math.min(left, BOUNDARY_STEP);
-        const ids = statementsFor({ ...filter, after }).ids.all(...params(ownerId, { ...filter, after }, step + 1));
-        if (ids.length < step) return undefined;
-        left -= step;
-        const last = (ids[step - 1] as { id: bigint }).id;
-        if (left === 0) return { id: last, more: ids.length > step };
-        after = last;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-    },
+    nthId: (ownerId, filter, count) =>
+      nthId(filter, count, (at, limit) =>
+        statementsFor(at)
+          .ids.all(...params(ownerId, at, limit))
+          .map((row) => row.id),
+      ),
 
     async getPlant(ownerId: number, id: bigint): Promise<Plant | undefined> {
       const row = get.get(ownerId, id);

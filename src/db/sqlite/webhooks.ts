@@ -43,13 +43,10 @@ const toDelivery = (row: DeliveryRow): DeliveryListing => ({
   nextAttemptAt: row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt),
 });
 
-/** Due-index entries the pending count reads between two turns of the event loop: well under 1 ms. */
+/** Due-index entries the pending count reads per turn of the event loop. */
 const PENDING_STEP = 5_000;
 
-/**
- * Webhook endpoints and the outbox on SQLite. Every write is one statement through group commit;
- * the dispatcher's writes are bookkeeping, so they never take a client's place in the queue.
- */
+/** The dispatcher's writes are bookkeeping: they never take a client's place in the queue. */
 export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock: () => number): WebhookStore {
   const listOwn = sqlite.prepare<EndpointRow, [number]>(SQL.listOwn);
   const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
@@ -135,8 +132,8 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       await writes.run({ sql: SQL.recordAttempt, mode: "run", params: values }, { bookkeeping: true });
     },
 
-    // One count(*) of a large outbox held this thread for tens of ms (docs/decisions/0006-outbox-upkeep.md); in
-    // steps, other work runs between them. A row moved by a claim meanwhile may count twice or not.
+    // In steps, so other work runs between them (docs/decisions/0006-outbox-upkeep.md); a row a claim moves
+    // meanwhile may count twice or not.
     async pendingCount() {
       let counted = 0;
       let after = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
@@ -148,7 +145,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         await new Promise((resolve) => setImmediate(resolve));
       }
       counted += pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0;
-      // Plants whose deliveries are not written yet, each counted once (its endpoints unknown here).
+      // Events not fanned out yet, each counted once.
       for (let afterSeq = 0; ; ) {
         const last = eventsStep.get(afterSeq, PENDING_STEP - 1);
         if (!last) return counted + (eventsRest.get(afterSeq)?.n ?? 0);
