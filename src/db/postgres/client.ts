@@ -29,6 +29,12 @@ export function connect(target: PostgresTarget, poolSize = target.poolSize) {
   return { client };
 }
 
+/** The `n` a counting statement (`SELECT count(*)::int AS n …`) answers. */
+export async function countOf(runner: Pick<SQL, "unsafe">, sql: string, params?: unknown[]): Promise<number> {
+  const [{ n }] = (await runner.unsafe(sql, params)) as [{ n: number }];
+  return n;
+}
+
 export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<MigrationStatus> {
   const [{ exists }] = (await client.unsafe(MIGRATION_SQL.tableExists, ["drizzle.__drizzle_migrations"])) as [
     { exists: boolean },

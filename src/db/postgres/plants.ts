@@ -3,6 +3,7 @@ import type { KeyedCreate, KeyedOutcome } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
 import { nthId, SHAPES, shapeOf, toPage } from "../plant-list";
+import { countOf } from "./client";
 import { createGroupInsert, type PlantRow } from "./group-insert";
 import { createGroups } from "./groups";
 import { IDEMPOTENCY_SQL } from "./idempotency-queries";
@@ -59,10 +60,7 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
       return second.kind === "expired" ? { kind: "busy" } : second;
     },
 
-    async pruneIdempotencyKeys(before: number, count: number) {
-      const [{ n }] = (await client.unsafe(IDEMPOTENCY_SQL.prune, [new Date(before), count])) as [{ n: number }];
-      return n;
-    },
+    pruneIdempotencyKeys: (before, count) => countOf(client, IDEMPOTENCY_SQL.prune, [new Date(before), count]),
 
     async listPage(ownerId, filter, count, upTo, withIds) {
       const listed = await list(pageTexts, ownerId, filter, count + 1);

@@ -1,22 +1,19 @@
 import type { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
 import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
+import { countOf } from "./client";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
 /** The advisory lock's key space ("wh") for the per-owner lock that keeps the endpoint cap across instances. */
 const REGISTER_LOCK_SPACE = 0x7768;
 
 export function createPostgresWebhookStore(client: SQL, clock: () => number): WebhookStore {
-  const fanOut = (sql: string, other: number) => async (count: number) => {
-    const [{ n }] = (await client.unsafe(sql, [count, other])) as [{ n: number }];
-    return n;
-  };
+  const fanOut = (sql: string, other: number) => (count: number) => countOf(client, sql, [count, other]);
   return {
     register: (ownerId, url, secret, max) =>
       client.begin(async (tx) => {
         await tx.unsafe(WEBHOOK_SQL.registerLock, [REGISTER_LOCK_SPACE, ownerId]);
-        const [{ n }] = (await tx.unsafe(WEBHOOK_SQL.countOwn, [ownerId])) as [{ n: number }];
-        if (n >= max) return undefined;
+        if ((await countOf(tx, WEBHOOK_SQL.countOwn, [ownerId])) >= max) return undefined;
         const [row] = (await tx.unsafe(WEBHOOK_SQL.register, [ownerId, url, secret, new Date(clock())])) as [
           WebhookEndpoint,
         ];
@@ -61,15 +58,9 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
       ]);
     },
 
-    async pendingCount() {
-      const [{ n }] = (await client.unsafe(WEBHOOK_SQL.pending)) as [{ n: number }];
-      return n;
-    },
+    pendingCount: () => countOf(client, WEBHOOK_SQL.pending),
 
-    async pruneFinished(before, count) {
-      const [{ n }] = (await client.unsafe(WEBHOOK_SQL.pruneFinished, [new Date(before), count])) as [{ n: number }];
-      return n;
-    },
+    pruneFinished: (before, count) => countOf(client, WEBHOOK_SQL.pruneFinished, [new Date(before), count]),
 
     async failedDeliveries(webhookId) {
       const [exists] = await client.unsafe(WEBHOOK_SQL.endpointExists, [webhookId]);

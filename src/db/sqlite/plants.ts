@@ -4,7 +4,7 @@ import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantChange, type PlantFilter, type PlantStore } from "../../core/stores";
 import { nthId, SHAPES, shapeOf, toPage } from "../plant-list";
 import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
-import type { Writer } from "./writer";
+import { countRows, type Writer } from "./writer";
 
 type Row = Record<string, unknown> & { id?: bigint };
 
@@ -82,13 +82,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
     },
 
-    async pruneIdempotencyKeys(before: number, count: number) {
-      const gone = await writes.run<unknown[]>(
-        { sql: IDEMPOTENCY_SQL.prune, mode: "all", params: [before, count] },
-        { bookkeeping: true },
-      );
-      return gone.length;
-    },
+    pruneIdempotencyKeys: (before, count) => countRows(writes, IDEMPOTENCY_SQL.prune, [before, count]),
 
     async listPage(ownerId, filter, count, upTo, withIds) {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));

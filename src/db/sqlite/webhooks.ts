@@ -9,7 +9,7 @@ import type {
 } from "../../core/stores";
 import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
-import type { Writer } from "./writer";
+import { countRows, type Writer } from "./writer";
 
 interface EndpointRow {
   id: number;
@@ -64,11 +64,9 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
   const anyEvent = sqlite.prepare<{ waiting: number }, [number]>(SQL.anyEvent);
-  const fanOutWrite = async (sql: string, params: number[]) =>
-    (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
   // A read first: most claims find no event to fan out, and then cost the writer nothing.
   const fanOutForClaim = (failures: number) => (count: number) =>
-    anyEvent.get(failures) ? fanOutWrite(SQL.fanOut, [count, failures]) : Promise.resolve(0);
+    anyEvent.get(failures) ? countRows(writes, SQL.fanOut, [count, failures]) : Promise.resolve(0);
 
   return {
     async register(ownerId, url, secret, max) {
@@ -88,7 +86,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
 
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
-      await fanOutBeforeReading((count) => fanOutWrite(SQL.fanOutOwner, [ownerId, count]));
+      await fanOutBeforeReading((count) => countRows(writes, SQL.fanOutOwner, [ownerId, count]));
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
@@ -155,13 +153,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       }
     },
 
-    async pruneFinished(before, count) {
-      const gone = await writes.run<unknown[]>(
-        { sql: SQL.pruneFinished, mode: "all", params: [before, count] },
-        { bookkeeping: true },
-      );
-      return gone.length;
-    },
+    pruneFinished: (before, count) => countRows(writes, SQL.pruneFinished, [before, count]),
 
     async failedDeliveries(webhookId) {
       if (!endpointExists.get(webhookId)) return undefined;

@@ -16,6 +16,10 @@ export interface Steps {
   steps: Write[];
 }
 
+/** Counts the rows a bookkeeping `… RETURNING` write returns. */
+export const countRows = async (writes: Writer, sql: string, params: SQLQueryBindings[]) =>
+  (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
+
 /** Group commit: on a writer thread for a file (writer-thread.ts), on this one for `:memory:`. */
 export interface Writer {
   /** Resolves once committed; `bookkeeping` writes are not counted against the cap. */
