@@ -64,16 +64,7 @@ export function createDeadline(
           if (late) overdue--;
           else waiting.delete(call);
         };
-        running.then(
-          (value) => {
-            settle();
-            resolve(value);
-          },
-          (error) => {
-            settle();
-            reject(error);
-          },
-        );
+        running.finally(settle).then(resolve, reject);
       });
     },
   };

@@ -3,8 +3,7 @@ import { postgresState } from "../../core/failures";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant } from "../../core/plant";
 import { createGroups, type GroupOptions, type Waiting } from "./groups";
-import { IDEMPOTENCY_SQL } from "./idempotency-queries";
-import { PLANT_FIELDS, PLANT_SQL } from "./queries";
+import { IDEMPOTENCY_SQL, PLANT_FIELDS, PLANT_SQL } from "./queries";
 
 /** A stored plant's row: its owner and its fields, int64 ones as decimal text. */
 export type PlantRow = Record<string, unknown>;
@@ -46,7 +45,7 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
 }
 
 /**
- * Creates that arrive together go as one INSERT (groups.ts; with a keyed one, idempotency-queries.ts).
+ * Creates that arrive together go as one INSERT (groups.ts; with a keyed one, IDEMPOTENCY_SQL).
  * A repeat of an (owner, id) in a group gets undefined, as one after the other would; when either
  * is keyed it waits for the next group, so its answer is kept as given. A group failing on one
  * row's data is run again one by one, so only that create fails.

@@ -2,12 +2,11 @@ import type { SQL } from "bun";
 import type { KeyedCreate, KeyedOutcome } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
-import { nthId, SHAPES, shapeOf, toPage } from "../plant-list";
+import { nthId, SHAPES, shapeOf, toPage, updateParams } from "../plants";
 import { countOf } from "./client";
 import { createGroupInsert, type PlantRow } from "./group-insert";
 import { createGroups } from "./groups";
-import { IDEMPOTENCY_SQL } from "./idempotency-queries";
-import { PLANT_FIELDS, PLANT_SQL } from "./queries";
+import { IDEMPOTENCY_SQL, PLANT_FIELDS, PLANT_SQL } from "./queries";
 
 /** A row as its owner sees it: no id, nothing null. */
 function toPlant(row: PlantRow): Plant {
@@ -25,10 +24,7 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
   const idTexts = SHAPES.map(PLANT_SQL.ids);
 
   function list(texts: string[], ownerId: number, filter: PlantFilter, limit: number) {
-    const params: unknown[] = [ownerId];
-    if (filter.tag !== undefined) params.push(filter.tag);
-    if (filter.after !== undefined) params.push(filter.after);
-    params.push(limit);
+    const params = [ownerId, filter.tag, filter.after, limit].filter((param) => param !== undefined);
     return client.unsafe(texts[shapeOf(filter)] as string, params) as Promise<Listed>;
   }
 
@@ -75,11 +71,9 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
       return row && toPlant(row);
     },
 
-    async updatePlant(ownerId, id, { name, tag }, expected) {
-      const params: unknown[] = [ownerId, id, name !== undefined, name ?? null, tag !== undefined, tag ?? null];
-      if (expected) params.push(expected.name, expected.tag ?? null);
+    async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
-      const [row] = (await client.unsafe(sql, params)) as PlantRow[];
+      const [row] = (await client.unsafe(sql, updateParams(ownerId, id, change, expected))) as PlantRow[];
       return row && toPlant(row);
     },
 

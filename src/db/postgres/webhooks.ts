@@ -65,18 +65,14 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
     async failedDeliveries(webhookId) {
       const [exists] = await client.unsafe(WEBHOOK_SQL.endpointExists, [webhookId]);
       if (!exists) return undefined;
-      return [
-        ...((await client.unsafe(WEBHOOK_SQL.failed, [webhookId])) as Array<
-          DeliveryListing & { lastError: string | null }
-        >),
-      ];
+      const rows = await client.unsafe(WEBHOOK_SQL.failed, [webhookId]);
+      return [...rows] as Array<DeliveryListing & { lastError: string | null }>;
     },
 
     async redeliver(deliveryId) {
-      const [row] = (await client.unsafe(WEBHOOK_SQL.redeliver, [deliveryId])) as Array<{
-        disabled: boolean;
-        queued: number;
-      }>;
+      const [row] = (await client.unsafe(WEBHOOK_SQL.redeliver, [deliveryId])) as [
+        { disabled: boolean; queued: number }?,
+      ];
       if (!row) return "not-found";
       if (row.queued > 0) return "queued";
       return row.disabled ? "disabled" : "not-failed";

@@ -11,20 +11,17 @@ const WORKER_URL = import.meta.url.includes("/$bunfs/")
  */
 export function checkIntegrity(path: string): { report: Promise<IntegrityReport>; stop(): void } {
   const worker = new Worker(WORKER_URL);
-  let settle: (report: IntegrityReport) => void = () => {};
-  const report = new Promise<IntegrityReport>((resolve) => {
-    settle = resolve;
-    worker.onmessage = (event: MessageEvent<IntegrityReport>) => resolve(event.data);
-    worker.onerror = (event) => resolve({ damaged: false, failed: event.message });
-    worker.addEventListener("close", () => resolve({ damaged: false, failed: "its thread exited" }));
-  }).finally(() => worker.terminate());
+  const { promise, resolve } = Promise.withResolvers<IntegrityReport>();
+  worker.onmessage = (event: MessageEvent<IntegrityReport>) => resolve(event.data);
+  worker.onerror = (event) => resolve({ damaged: false, failed: event.message });
+  worker.addEventListener("close", () => resolve({ damaged: false, failed: "its thread exited" }));
   // A stopping process does not wait for it.
   worker.unref();
   worker.postMessage({ path });
   return {
-    report,
+    report: promise.finally(() => worker.terminate()),
     stop() {
-      settle({ damaged: false });
+      resolve({ damaged: false });
       worker.terminate();
     },
   };

@@ -1,8 +1,8 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
-import { LIST_CHUNK_SIZE, type PlantChange, type PlantFilter, type PlantStore } from "../../core/stores";
-import { nthId, SHAPES, shapeOf, toPage } from "../plant-list";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
+import { nthId, SHAPES, shapeOf, toPage, updateParams } from "../plants";
 import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
 import { countRows, type Writer } from "./writer";
 
@@ -20,14 +20,6 @@ const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
   PLANT_FIELDS.map(({ field }) =>
     field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
   );
-
-/** An update's flags and values, as `PLANT_SQL.update` binds them from ?3. */
-const changeParams = ({ name, tag }: PlantChange): SQLQueryBindings[] => [
-  name === undefined ? 0 : 1,
-  name ?? null,
-  tag === undefined ? 0 : 1,
-  tag ?? null,
-];
 
 /** Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round them. */
 export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
@@ -101,10 +93,9 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row ? toPlant(row) : undefined;
     },
 
-    async updatePlant(ownerId: number, id: bigint, change: PlantChange, expected?: Plant) {
-      const params: SQLQueryBindings[] = [ownerId, id, ...changeParams(change)];
-      if (expected) params.push(expected.name, expected.tag ?? null);
+    async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
+      const params = updateParams(ownerId, id, change, expected);
       const row = await writes.run<Row | null>({ sql, mode: "get", params, exact: true });
       return row ? toPlant(row) : undefined;
     },

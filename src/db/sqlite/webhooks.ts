@@ -80,9 +80,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
 
     list: async (ownerId) => listOwn.all(ownerId).map(toEndpoint),
 
-    async remove(ownerId, id) {
-      return Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] }));
-    },
+    remove: async (ownerId, id) => Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] })),
 
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";

@@ -49,13 +49,8 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     thread.onmessage = (event: MessageEvent<FromWriter>) => receive(event.data);
     thread.onerror = (event) => crashed(thread, event.error ?? new Error(event.message));
     thread.addEventListener("close", () => crashed(thread, new Error("the writer thread exited")));
-    const init: ToWriter = {
-      type: "init",
-      path: options.path,
-      synchronous: options.synchronous,
-      lockTimeoutMs: options.lockTimeoutMs,
-    };
-    thread.postMessage(init);
+    const { path, synchronous, lockTimeoutMs } = options;
+    thread.postMessage({ type: "init", path, synchronous, lockTimeoutMs } satisfies ToWriter);
     return thread;
   }
 

@@ -1,5 +1,6 @@
+// What both engines' plant stores share.
 import type { Plant } from "../core/plant";
-import { type PlantFilter, type PlantPage, trimToPage } from "../core/stores";
+import { type PlantChange, type PlantFilter, type PlantPage, trimToPage } from "../core/stores";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
@@ -7,6 +8,12 @@ const BOUNDARY_STEP = 10_000;
 /** The four filter shapes, each its own statement: with or without a cursor, with or without a tag. */
 export const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
 export const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
+
+/** (owner, id, set name?, name, set tag?, tag), then for a conditional update the expected name and tag. */
+export function updateParams(ownerId: number, id: bigint, { name, tag }: PlantChange, expected?: Plant) {
+  const params = [ownerId, id, name !== undefined, name ?? null, tag !== undefined, tag ?? null];
+  return expected ? [...params, expected.name, expected.tag ?? null] : params;
+}
 
 /** A page of `rows` (count + 1 read, to tell `more`), cut at `upTo`. */
 export function toPage<Row>(
