@@ -41,7 +41,6 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
 
   return {
     listChunkSize,
-
     async createPlant(ownerId: number, plant: NewPlant) {
       const row = await creates.insert(ownerId, plant);
       return row && toPlant(row);
@@ -55,9 +54,7 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
       const second = await creates.insertOnce(ownerId, plant, keyed);
       return second.kind === "expired" ? { kind: "busy" } : second;
     },
-
     pruneIdempotencyKeys: (before, count) => countOf(client, IDEMPOTENCY_SQL.prune, [new Date(before), count]),
-
     async listPage(ownerId, filter, count, upTo, withIds) {
       const listed = await list(pageTexts, ownerId, filter, count + 1);
       return toPage(listed, count, upTo, withIds, (row) => BigInt(row.id), toPlant);

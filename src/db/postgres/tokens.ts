@@ -57,7 +57,6 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
 
   return {
     issue: (userName) => client.begin((tx) => issueIn(tx, userName)),
-
     async authenticate(token) {
       const found = await lookups.add(hashToken(token));
       if (!found) return undefined;
@@ -77,9 +76,7 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
         return any ? undefined : issueIn(tx, "admin");
       });
     },
-
     list: async () => [...((await client.unsafe(TOKEN_SQL.list)) as TokenListing[])],
-
     async revoke(tokenId) {
       const [revoked] = await client.unsafe(TOKEN_SQL.revoke, [new Date(clock()).toISOString(), tokenId]);
       if (revoked) return "revoked";

@@ -19,11 +19,8 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
         ];
         return { ...row, secret };
       }),
-
     list: async (ownerId) => [...((await client.unsafe(WEBHOOK_SQL.listOwn, [ownerId])) as WebhookEndpoint[])],
-
     remove: async (ownerId, id) => (await client.unsafe(WEBHOOK_SQL.remove, [ownerId, id])).length > 0,
-
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
       await fanOutBeforeReading(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
@@ -57,11 +54,8 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
         a.retryInMs === undefined ? null : Math.round(a.retryInMs),
       ]);
     },
-
     pendingCount: () => countOf(client, WEBHOOK_SQL.pending),
-
     pruneFinished: (before, count) => countOf(client, WEBHOOK_SQL.pruneFinished, [new Date(before), count]),
-
     async failedDeliveries(webhookId) {
       const [exists] = await client.unsafe(WEBHOOK_SQL.endpointExists, [webhookId]);
       if (!exists) return undefined;

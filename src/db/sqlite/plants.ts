@@ -39,7 +39,6 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
 
   return {
     listChunkSize,
-
     async createPlant(ownerId: number, plant: NewPlant) {
       const row = await writes.run<Row | null>({
         sql: PLANT_SQL.insert,
@@ -73,9 +72,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       const answer = keptAnswer(row);
       return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
     },
-
     pruneIdempotencyKeys: (before, count) => countRows(writes, IDEMPOTENCY_SQL.prune, [before, count]),
-
     async listPage(ownerId, filter, count, upTo, withIds) {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
       return toPage(rows, count, upTo, withIds, (row) => row.id as bigint, toPlant);

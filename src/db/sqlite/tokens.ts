@@ -67,7 +67,6 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
 
     // Read first: every start but the very first writes nothing.
     bootstrap: async () => (anyToken.get() ? undefined : issue("admin", true)),
-
     async list() {
       const rows = list.values() as Array<[number, string, number, Millis, Millis]>;
       return rows.map(([id, user, createdAt, lastUsedAt, revokedAt]) => ({

@@ -77,11 +77,8 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       });
       return row ? { ...toEndpoint(row), secret } : undefined;
     },
-
     list: async (ownerId) => listOwn.all(ownerId).map(toEndpoint),
-
     remove: async (ownerId, id) => Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] })),
-
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
       await fanOutBeforeReading((count) => countRows(writes, SQL.fanOutOwner, [ownerId, count]));
@@ -150,9 +147,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         await new Promise((resolve) => setImmediate(resolve));
       }
     },
-
     pruneFinished: (before, count) => countRows(writes, SQL.pruneFinished, [before, count]),
-
     async failedDeliveries(webhookId) {
       if (!endpointExists.get(webhookId)) return undefined;
       return failed.all(webhookId).map((row) => ({ ...toDelivery(row), lastError: row.lastError }));
