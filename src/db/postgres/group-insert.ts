@@ -85,9 +85,7 @@ export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
         return sent[0].resolve({ kind: "busy" });
       throw error;
     }
-    sent.forEach((waiting, i) => {
-      waiting.resolve(results[i]);
-    });
+    for (const [i, waiting] of sent.entries()) waiting.resolve(results[i]);
   }
 
   async function runOneByOne(group: Pending[]): Promise<void> {

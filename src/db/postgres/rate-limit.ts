@@ -70,11 +70,8 @@ export function createPostgresRateLimiter(
   async function lease(keys: number[]): Promise<Map<number, Lease>> {
     const at = clock();
     const shares = keys.map(() => share).join(",");
-    const rows = (await client.unsafe(RATE_LIMIT_SQL.lease, [keys.join(","), shares, perMinute, at, rate])) as Array<{
-      key: number;
-      granted: number;
-      tokens: number;
-    }>;
+    const params = [keys.join(","), shares, perMinute, at, rate];
+    const rows = (await client.unsafe(RATE_LIMIT_SQL.lease, params)) as Array<Omit<Lease, "at"> & { key: number }>;
     return new Map(rows.map(({ key, granted, tokens }) => [key, { granted, tokens, at }]));
   }
 

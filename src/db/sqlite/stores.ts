@@ -41,14 +41,13 @@ export function createSqliteStores(
   const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
   let integrity: ReturnType<typeof checkIntegrity> | undefined;
   let damaged = false;
+  const commit = { maxQueued, lockTimeoutMs, onHealthChange };
   const writes: Writer = inMemory
-    ? inThreadWriter(sqlite, { maxQueued, lockTimeoutMs, onHealthChange })
+    ? inThreadWriter(sqlite, commit)
     : startWriterThread({
+        ...commit,
         path: sqlite.filename,
         synchronous: synchronousOf(sqlite),
-        maxQueued,
-        lockTimeoutMs,
-        onHealthChange,
         onCrash: (error) =>
           log(
             "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
