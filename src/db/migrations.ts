@@ -1,7 +1,7 @@
 import postgres from "../../drizzle/postgres/migrations.json";
 import sqlite from "../../drizzle/sqlite/migrations.json";
 
-/** One migration as drizzle-kit wrote it and Drizzle's migrator applies it, with its tag for messages. */
+/** As drizzle-kit wrote it and Drizzle's migrator applies it. */
 export interface Migration {
   sql: string[];
   bps: boolean;
@@ -10,24 +10,17 @@ export interface Migration {
   tag: string;
 }
 
-/** Each engine's migrations (scripts/bundle-migrations.ts writes them from drizzle/<engine>). */
+/** scripts/bundle-migrations.ts writes them from drizzle/<engine>. */
 export const MIGRATIONS: Record<"sqlite" | "postgres", Migration[]> = { sqlite, postgres };
 
-/** What a database's migration rows say against the migrations this version carries. */
 export interface MigrationStatus {
-  /** Rows recorded in the database. */
   applied: number;
-  /** Migrations the next migrate would apply. */
   pending: Migration[];
-  /** Anything else that disagrees between the database and the migrations, one line each. */
+  /** Anything else that disagrees, one line each. */
   problems: string[];
 }
 
-/**
- * Compares recorded rows (hash, created_at) with `migrations`, the same on every engine.
- * Drizzle applies every migration newer than the newest recorded one, so that is what
- * "pending" means here too.
- */
+/** Drizzle applies every migration newer than the newest recorded one: that is "pending" here too. */
 export function compareMigrations(
   recorded: Array<{ hash: string; createdAt: number }>,
   migrations: Migration[],

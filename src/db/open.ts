@@ -4,10 +4,7 @@ import type { Stores } from "../core/stores";
 import { openDatabase } from "./sqlite/client";
 import { createSqliteStores } from "./sqlite/stores";
 
-/**
- * The one place the engine is picked, from DATABASE_URL's scheme: opens the database, brings its
- * schema up to date and builds the stores on it.
- */
+/** The one place the engine is picked; opens and migrates the database and builds the stores. */
 export async function openStores(config: StoreConfig, log: FaultLog): Promise<Stores> {
   const { database } = config;
   if (database.engine === "postgres") {

@@ -3,7 +3,7 @@
  * and a timer (src/db/postgres/deadline.ts, groups.ts), so a test says "60 ms pass" instead of
  * sleeping 60 ms and hoping a busy machine kept up.
  */
-import type { Timers } from "../../src/db/postgres/deadline";
+import type { Timers } from "../../src/core/timers";
 
 /** Lets every settled promise's callbacks run. */
 export const settle = () => new Promise((resolve) => setImmediate(resolve));

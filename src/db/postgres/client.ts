@@ -6,39 +6,35 @@ import { MIGRATION_SQL } from "./queries";
 
 export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
 
-/** drizzle/postgres as scripts/bundle-migrations.ts bundled it. */
 export const EMBEDDED_MIGRATIONS: Migration[] = MIGRATIONS.postgres;
 
-/** pg_advisory_lock's key for migrations: any constant every instance agrees on ("plants" in ASCII). */
+/** The migrations' advisory lock key ("plants" in ASCII). */
 const MIGRATION_LOCK = 0x706c616e7473;
 
 /** Seconds a pooled connection may sit idle before it is closed. */
 const IDLE_CLOSE_SECONDS = 10;
 
 /**
- * A pool of at most `poolSize` connections, each with the statement timeout and JIT off. Bun's SQL client decodes int8 as a string by default
- * (Drizzle's `bigint` columns turn it into an exact bigint); its global `bigint: true` would also
- * make `count(*)` a bigint, so it stays off.
- *
- * Bun's pool opens all its connections at its first query, and all those closed at once when
- * none is free; it has no minimum size. So connections close after a short idle spell: an idle
- * instance soon holds only the one its background work (webhook polls, pings) keeps busy, and
- * the pool fills again as soon as requests need more than that.
+ * Bun's `bigint: true` would make `count(*)` a bigint too, so int8 stays decimal text. Bun's pool
+ * has no minimum size and opens every connection at once: idle ones close soon instead.
  */
 export function connect(target: PostgresTarget, poolSize = target.poolSize) {
   const client = new SQL(target.url, {
     max: poolSize,
     connectionTimeout: Math.ceil(target.connectTimeoutMs / 1000),
     idleTimeout: IDLE_CLOSE_SECONDS,
-    // JIT never pays off for statements that read a page or write a group: it compiles for
-    // milliseconds where they run in tens of microseconds, whenever a mis-estimate puts one
-    // past jit_above_cost (the page statements' cap, plants.ts, keeps their estimates honest).
+    // JIT compiles for milliseconds statements that run in microseconds, whenever one is mis-estimated.
     connection: { statement_timeout: target.statementTimeoutMs, application_name: "plant-store", jit: "off" },
   });
   return { client };
 }
 
-/** Compares the database's migration rows with `migrations`, as SQLite's migrationStatus does. */
+/** The `n` a counting statement (`SELECT count(*)::int AS n …`) answers. */
+export async function countOf(runner: Pick<SQL, "unsafe">, sql: string, params?: unknown[]): Promise<number> {
+  const [{ n }] = (await runner.unsafe(sql, params)) as [{ n: number }];
+  return n;
+}
+
 export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<MigrationStatus> {
   const [{ exists }] = (await client.unsafe(MIGRATION_SQL.tableExists, ["drizzle.__drizzle_migrations"])) as [
     { exists: boolean },
@@ -50,14 +46,9 @@ export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATI
 }
 
 /**
- * Brings the schema up to date with Drizzle's own migrator, holding an advisory lock on one
- * reserved connection: Drizzle's migrator takes no lock, and instances starting together on an
- * empty database would each create the tables (`relation "plants" already exists`). A schema
- * that is not ours (tables with no migration rows) or newer than this version is refused.
- *
- * The status is read first without the lock: migrations are recorded in the transaction that
- * applies them, so a database whose rows show every migration applied needs nothing, and a start
- * on an up-to-date database (every start but the first) takes no lock.
+ * Drizzle's migrator, under an advisory lock it does not take itself: instances starting together
+ * would each create the tables. An up-to-date database (rows are recorded with the migration's
+ * own transaction) takes no lock. A schema not ours, or newer, is refused.
  */
 export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<Migration[]> {
   const seen = await migrationStatus(client, migrations);
@@ -90,10 +81,7 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
   }
 }
 
-/**
- * Drizzle's migrator, on `connection`, loaded only when something is pending: Drizzle's pg-core
- * and driver took milliseconds of every start that loaded them.
- */
+/** Loaded only when something is pending: Drizzle's pg-core costs every start that loads it. */
 async function applyMigrations(connection: SQL, migrations: Migration[]): Promise<void> {
   const { drizzle } = await import("drizzle-orm/bun-sql");
   const { dialect, session } = drizzle({ client: connection }) as unknown as {

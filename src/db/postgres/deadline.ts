@@ -1,25 +1,12 @@
 import { StoreUnavailable } from "../../core/failures";
 import { systemTimers, type Timers } from "../../core/timers";
 
-export { systemTimers, type Timers };
-
 /**
- * A client-side deadline on every store call. `statement_timeout` is enforced by the server, so
- * a server that stops answering (frozen, or cut off by the network with no RST) would hold a
- * request forever: measured with every postgres process SIGSTOPped, a list and a create hung
- * past 20 s while /readyz answered 503. A call past its deadline is answered with the `timeout`
- * store failure; its query may still run later, which is why the message says a retried write
- * is safe rather than "nothing was changed".
- *
- * The calls left behind still hold, or wait for, pool connections. Once as many are overdue as
- * the pool has connections, every connection is taken by a call that is not coming back soon,
- * so new calls fail at once instead of queueing behind them (the queue would otherwise grow
- * with every request for as long as the outage lasts). They flow again as soon as the overdue
- * calls settle: the server answers, or the kernel gives the connection up.
- *
- * `maxInFlight` caps the calls waiting at once (MAX_IN_FLIGHT, as SQLite caps writes waiting for
- * their commit): past it a call is refused with `capacity` rather than joining an ever longer
- * queue for the pool.
+ * A client-side deadline on every store call: `statement_timeout` is the server's, so a frozen or
+ * cut-off server would hold a request forever. A late call's query may still run, so a retried
+ * write is called safe, not "nothing was changed". Once `maxOverdue` calls (the pool's size) are
+ * overdue every connection is held, so new calls fail at once rather than queue for the outage;
+ * past `maxInFlight` (MAX_IN_FLIGHT) a call is refused with `capacity`.
  */
 export function createDeadline(
   deadlineMs: number,
@@ -29,9 +16,7 @@ export function createDeadline(
 ) {
   let overdue = 0;
   let inFlight = 0;
-  // Every call has the same allowance, so calls in order of arrival are in order of deadline:
-  // one timer, set for the oldest, serves them all (a timer per call was 3 % of an instance's
-  // CPU under reads, two calls a request, `bun --cpu-prof`).
+  // Every call has the same allowance, so arrival order is deadline order: one timer serves them all.
   const waiting = new Set<{ dueAt: number; expire(): void }>();
   let timer: { unref(): unknown } | undefined;
 
@@ -56,7 +41,6 @@ export function createDeadline(
   }
 
   return {
-    /** How many calls are past their deadline and not settled yet. */
     overdue: () => overdue,
     within<T>(work: () => Promise<T>): Promise<T> {
       if (overdue >= maxOverdue) return Promise.reject(new StoreUnavailable("timeout"));
@@ -80,16 +64,7 @@ export function createDeadline(
           if (late) overdue--;
           else waiting.delete(call);
         };
-        running.then(
-          (value) => {
-            settle();
-            resolve(value);
-          },
-          (error) => {
-            settle();
-            reject(error);
-          },
-        );
+        running.finally(settle).then(resolve, reject);
       });
     },
   };
@@ -97,7 +72,7 @@ export function createDeadline(
 
 export type Deadline = ReturnType<typeof createDeadline>;
 
-/** `store` with each of its methods held to the deadline (they all return promises); other members as they are. */
+/** `store` with each of its methods held to the deadline. */
 export function withDeadline<T extends object>(store: T, deadline: Deadline): T {
   const guarded: Record<string, unknown> = {};
   for (const [key, member] of Object.entries(store)) {

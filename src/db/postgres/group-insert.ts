@@ -3,8 +3,7 @@ import { postgresState } from "../../core/failures";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant } from "../../core/plant";
 import { createGroups, type GroupOptions, type Waiting } from "./groups";
-import { IDEMPOTENCY_SQL } from "./idempotency-queries";
-import { PLANT_FIELDS, PLANT_SQL } from "./queries";
+import { IDEMPOTENCY_SQL, PLANT_FIELDS, PLANT_SQL } from "./queries";
 
 /** A stored plant's row: its owner and its fields, int64 ones as decimal text. */
 export type PlantRow = Record<string, unknown>;
@@ -18,11 +17,7 @@ export type KeyedResult = KeyedOutcome | { kind: "expired" };
 type Pending = Waiting<Create, unknown>;
 type KeyedRow = PlantRow & KeptRow & { fresh: boolean; expired: boolean | null };
 
-/**
- * A create as a JSON object keyed by column. An int64 goes as its decimal text, which PostgreSQL
- * reads exactly: JSON.stringify cannot hold a bigint, and a JS number would round past 2^53.
- * A keyed create adds what IDEMPOTENCY_SQL.insertGroup reads.
- */
+/** A create as JSON keyed by column; an int64 goes as decimal text, as a JS number would round past 2^53. */
 function rowJson({ ownerId, plant, keyed }: Create): string {
   const fields = PLANT_FIELDS.map(({ field, column, int64 }) => {
     const value = (plant as unknown as Record<string, unknown>)[field] ?? null;
@@ -42,7 +37,6 @@ const keyOf = (ownerId: unknown, id: unknown) => `${ownerId}:${id}`;
 const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
 const UNIQUE_VIOLATION = "23505";
 
-/** A keyed create's row from IDEMPOTENCY_SQL.insertGroup, as its outcome. */
 function keyedResult(row: KeyedRow | undefined): KeyedResult {
   if (!row || row.status === null) throw new Error("a keyed create came back without its record");
   if (row.fresh) return { kind: "fresh", answer: keptAnswer(row) };
@@ -51,20 +45,12 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
 }
 
 /**
- * Creates that arrive together go to PostgreSQL as one INSERT (groups.ts): one round trip, one
- * transaction and one WAL flush for all of them (docs/decisions/0002). A group holding a keyed
- * create (an Idempotency-Key) is one statement too, which also keeps the answers
- * (idempotency-queries.ts).
- *
- * Each create gets its own answer once the statement has committed: the stored row, or
- * undefined when the owner already had that id. A repeat of an (owner, id) within one group is
- * undefined: the first of them is the one inserted, or the id was already taken; one where
- * either is keyed waits for the next group instead, so its answer is kept as it is given. When the
- * group's statement fails on one row's data, its creates are run again one by one, so only that
- * create fails; any other failure (the server gone, a timeout) is every create's answer.
+ * Creates that arrive together go as one INSERT (groups.ts; with a keyed one, IDEMPOTENCY_SQL).
+ * A repeat of an (owner, id) in a group gets undefined, as one after the other would; when either
+ * is keyed it waits for the next group, so its answer is kept as given. A group failing on one
+ * row's data is run again one by one, so only that create fails.
  */
 export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
-  /** Each create's row, in order: the stored row or undefined, or a keyed create's record. */
   async function insertRows(creates: Create[]): Promise<unknown[]> {
     const json = `[${creates.map(rowJson).join(",")}]`;
     if (creates.some((create) => create.keyed)) {
@@ -99,9 +85,7 @@ export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
         return sent[0].resolve({ kind: "busy" });
       throw error;
     }
-    sent.forEach((waiting, i) => {
-      waiting.resolve(results[i]);
-    });
+    for (const [i, waiting] of sent.entries()) waiting.resolve(results[i]);
   }
 
   async function runOneByOne(group: Pending[]): Promise<void> {

@@ -1,6 +1,5 @@
-import { systemTimers, type Timers } from "./deadline";
+import { systemTimers, type Timers } from "../../core/timers";
 
-/** One call waiting for its group's statement. */
 export interface Waiting<Item, Result> {
   item: Item;
   resolve(result: Result): void;
@@ -12,10 +11,7 @@ export interface GroupOptions {
   maxSize?: number;
   /** Statements running at once; the pool's other connections stay free for other work. */
   concurrency?: number;
-  /**
-   * A statement out this long (ms) stops holding its slot: the calls queued behind it leave in
-   * another statement. Infinity: never.
-   */
+  /** A statement out this long (ms) gives up its slot to the calls queued behind it. */
   stallMs?: number;
   /** Statements running at once, stalled ones included. */
   maxRunning?: number;
@@ -23,30 +19,17 @@ export interface GroupOptions {
 }
 
 /**
- * Calls that arrive together go to PostgreSQL as one statement: one round trip, and one
- * statement's overhead in the server, for all of them. A call goes out at once when a slot is
- * free, so a lone call waits for nothing; under load the calls that queue while the slots are
- * busy leave together, in arrival order. `run` answers every call of its group (group-insert.ts,
- * tokens.ts, plants.ts' deletes).
- *
- * One slot by default: a second statement of the same kind in flight only splits the calls that
- * would have shared the first one's successor (docs/decisions/0002).
- *
- * But one statement held up (a create waiting for a row lock another session holds, until the
- * statement timeout; a commit stalled on the disk) would hold every later call of its kind. So a
- * statement out for `stallMs` gives up its slot, and the calls queued behind it go out in
- * another one, up to `maxRunning` statements. 50 ms is far above a statement's usual time (a
- * grouped commit's p99 was 8-37 ms under the bench's write load) and far below the statement
- * timeout. Two statements of a kind at most: a server so loaded that statements pass 50 ms
- * routinely then runs two of a kind, the setting measured above, and never more. One timer at
- * most, armed only while calls wait behind a busy slot.
+ * Calls that arrive together go to PostgreSQL as one statement (docs/decisions/0002): a call goes
+ * out at once when a slot is free; those queued while it is busy leave together, in arrival order.
+ * `run` answers every call of its group. One statement held up (a row lock, a stalled disk) must
+ * not hold every later call, so after `stallMs` it gives up its slot, up to `maxRunning` at once
+ * (50 ms: far above a statement's usual time, far below the statement timeout).
  */
 export function createGroups<Item, Result>(
   run: (group: Array<Waiting<Item, Result>>) => Promise<void>,
   { maxSize = 256, concurrency = 1, stallMs = 50, maxRunning = 2, timers = systemTimers }: GroupOptions = {},
 ) {
   let queue: Array<Waiting<Item, Result>> = [];
-  /** Statements in flight, by when they went out; `stalled` ones no longer hold a slot. */
   const inFlight = new Set<{ started: number; stalled: boolean }>();
   let holdingSlots = 0;
   let watch: { unref(): unknown } | undefined;
@@ -91,7 +74,6 @@ export function createGroups<Item, Result>(
       },
       Math.max(0, oldest + stallMs - timers.now()),
     );
-    // A stopping process is not held by it: every call still waits for its own statement.
     watch.unref();
   }
 

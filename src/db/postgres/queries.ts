@@ -3,11 +3,9 @@ import type { PlantFilter } from "../../core/stores";
 import { plants } from "./schema";
 
 /*
- * Every statement the PostgreSQL engine runs, as SQL text, run with `client.unsafe(text, params)`
- * (the webhook outbox's in webhook-queries.ts).
- * Rows come back as objects keyed by the names selected; Bun's driver gives int8 as decimal text.
- * Grouped statements take their group as one JSON array sent as text (`$1::text::json`): given a
- * string for a json parameter, the driver would encode it once more, as a JSON string.
+ * The engine's statements, run with `client.unsafe(text, params)`; int8 comes back as decimal text.
+ * A group goes as one JSON array sent as text (`$1::text::json`): the driver would encode a string
+ * given for a json parameter once more.
  */
 
 /** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
@@ -19,12 +17,12 @@ const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
 ).join(", ");
 const PLANT_COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
 
-/** An update's SET: each field is set only when its flag is ($3 for the name, $5 for the tag). */
+/** Each field is set only when its flag is ($3 for the name, $5 for the tag). */
 const SET_CHANGE =
   "name = CASE WHEN $3::boolean THEN $4::text ELSE name END, tag = CASE WHEN $5::boolean THEN $6::text ELSE tag END";
 
-/** The owner's plants matching `filter`, by id, as `columns`; binds owner, tag, cursor, row count in that order. */
-export function listSql({ tag, after }: PlantFilter, columns: string): string {
+/** Binds owner, tag, cursor and row count, those the filter has, in that order. */
+function listSql({ tag, after }: PlantFilter, columns: string): string {
   const where = ["owner_id = $1"];
   if (tag !== undefined) where.push(`tag = $${where.length + 1}`);
   if (after !== undefined) where.push(`id > $${where.length + 1}`);
@@ -35,19 +33,13 @@ export const PLANT_SQL = {
   ids: (filter: PlantFilter) => listSql(filter, '"id"'),
   page: (filter: PlantFilter) => listSql(filter, SELECT_PLANT),
   get: `SELECT ${SELECT_PLANT} FROM plants WHERE owner_id = $1 AND id = $2`,
-  /**
-   * A group of creates, keys = column names, in arrival order (so the outbox, filled by a
-   * trigger per row, keeps it); a taken (owner, id) is skipped.
-   */
+  /** In arrival order, which the outbox's trigger keeps; a taken (owner, id) is skipped. */
   insertGroup: `INSERT INTO plants (${PLANT_COLUMNS})
     SELECT ${PLANT_COLUMNS} FROM json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
     ORDER BY ordinality
     ON CONFLICT DO NOTHING
     RETURNING owner_id AS "ownerId", ${SELECT_PLANT}`,
-  /**
-   * A group of deletes; a plant another session holds locked is skipped, not waited for (its
-   * delete is sent again alone, `deleteOne`, so it waits by itself).
-   */
+  /** A locked plant is skipped, not waited for: its delete goes again alone (`deleteOne`). */
   deleteGroup: `DELETE FROM plants USING (
       SELECT p.owner_id, p.id FROM plants p
       JOIN json_to_recordset($1::text::json) AS q(o integer, i bigint) ON p.owner_id = q.o AND p.id = q.i
@@ -56,22 +48,16 @@ export const PLANT_SQL = {
     WHERE plants.owner_id = free.owner_id AND plants.id = free.id
     RETURNING plants.owner_id::text || ':' || plants.id::text AS key`,
   deleteOne: "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1",
-  /** (owner, id, expected name, expected tag): only while the plant is still the one expected. */
   deleteIf: `DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND name = $3::text
     AND tag IS NOT DISTINCT FROM $4::text RETURNING 1`,
-  /** (owner, id, set name?, name, set tag?, tag). */
   update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 RETURNING ${SELECT_PLANT}`,
-  /**
-   * As `update`, then (expected name, expected tag). A write racing on the same row waits for
-   * the other's commit and then checks the row as it is now, so only one of them matches.
-   */
+  /** A racing write waits for the other's commit and checks the row as it is then: one of them matches. */
   updateIf: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2
     AND name = $7::text AND tag IS NOT DISTINCT FROM $8::text RETURNING ${SELECT_PLANT}`,
 };
 
-/** Times are bound as ISO 8601 text and read back as Dates. */
 export const TOKEN_SQL = {
-  /** A comma list of hashes (hex) → the active tokens among them. */
+  /** $1: a comma list of hashes. */
   findActive: `SELECT hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt" FROM tokens
     WHERE hash = ANY(string_to_array($1::text, ',')) AND revoked_at IS NULL`,
   touch: "UPDATE tokens SET last_used_at = $1::timestamptz WHERE id = $2",
@@ -86,14 +72,61 @@ export const TOKEN_SQL = {
   exists: "SELECT id FROM tokens WHERE id = $1",
 };
 
+export const IDEMPOTENCY_SQL = {
+  /**
+   * A group holding a keyed create, so the plant and its kept answer commit together. $1: each
+   * create's columns and, keyed, `key`, `hash`, `at`, `expired_at` (ms) and the answers created
+   * (`cs`/`cb`/`ce`: status, body, ETag) and taken (`ts`/`tb`). A record another session wrote
+   * meanwhile fails it with 23505 (group-insert.ts). One row per create, in order.
+   */
+  insertGroup: `WITH q AS (
+      SELECT p.*, e.ordinality AS n, e.value->>'key' AS key, e.value->>'hash' AS hash,
+        to_timestamp((e.value->>'at')::float8 / 1000) AS at,
+        to_timestamp((e.value->>'expired_at')::float8 / 1000) AS expired_at,
+        (e.value->>'cs')::int AS cs, e.value->>'cb' AS cb, e.value->>'ce' AS ce,
+        (e.value->>'ts')::int AS ts, e.value->>'tb' AS tb
+      FROM json_array_elements($1::text::json) WITH ORDINALITY AS e
+      CROSS JOIN LATERAL json_populate_record(null::plants, e.value) AS p
+    ),
+    kept AS (
+      SELECT q.n, k.request_hash, k.status, k.body, k.etag, k.created_at <= q.expired_at AS expired
+      FROM q JOIN idempotency_keys k ON k.owner_id = q.owner_id AND k.key = q.key
+    ),
+    inserted AS (
+      INSERT INTO plants (${PLANT_COLUMNS})
+      SELECT ${PLANT_COLUMNS} FROM q WHERE q.n NOT IN (SELECT n FROM kept) ORDER BY q.n
+      ON CONFLICT DO NOTHING
+      RETURNING owner_id AS "ownerId", ${SELECT_PLANT}
+    ),
+    recorded AS (
+      INSERT INTO idempotency_keys (owner_id, key, request_hash, status, body, etag, created_at)
+      SELECT q.owner_id, q.key, q.hash, CASE WHEN i.id IS NULL THEN q.ts ELSE q.cs END,
+        CASE WHEN i.id IS NULL THEN q.tb ELSE q.cb END, CASE WHEN i.id IS NULL THEN NULL ELSE q.ce END, q.at
+      FROM q LEFT JOIN inserted i ON i."ownerId" = q.owner_id AND i.id = q.id
+      WHERE q.key IS NOT NULL AND q.n NOT IN (SELECT n FROM kept)
+      RETURNING owner_id, key, request_hash, status, body, etag
+    )
+    SELECT i.*, r.key IS NOT NULL AS fresh, coalesce(r.request_hash, k.request_hash) AS "requestHash",
+      coalesce(r.status, k.status) AS status, coalesce(r.body, k.body) AS body,
+      CASE WHEN r.key IS NOT NULL THEN r.etag ELSE k.etag END AS etag, k.expired
+    FROM q LEFT JOIN inserted i ON i."ownerId" = q.owner_id AND i.id = q.id
+      LEFT JOIN recorded r ON r.owner_id = q.owner_id AND r.key = q.key
+      LEFT JOIN kept k ON k.n = q.n
+    ORDER BY q.n`,
+  dropExpired: "DELETE FROM idempotency_keys WHERE owner_id = $1 AND key = $2 AND created_at <= $3::timestamptz",
+  prune: `WITH gone AS (
+      DELETE FROM idempotency_keys WHERE (owner_id, key) IN (
+        SELECT owner_id, key FROM idempotency_keys WHERE created_at < $1::timestamptz
+        ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM gone`,
+};
+
 /**
- * The per-token token buckets, one row a key. `lease` takes up to n from each bucket asked for,
- * ($1 keys, $2 n for each, as comma lists; $3 perMinute, $4 now ms, $5 refill per ms) and answers
- * each key's `granted` and the `tokens` left. A row is read with FOR UPDATE, in key order (no
- * deadlock between instances asking for the same keys), so a concurrent take by another instance
- * is waited for and counted, never lost; a bucket with nothing to give is not written. A key with
- * no row gets one, already taken from; a key whose row another instance created meanwhile is not
- * answered (ON CONFLICT DO NOTHING), and is asked for again.
+ * Takes up to n from each bucket ($1 keys, $2 n each, as comma lists; $3 perMinute, $4 now ms,
+ * $5 refill per ms). Rows are locked in key order, so instances never deadlock and no take is lost.
+ * A key whose row another instance created meanwhile gets no answer and is asked again.
  */
 const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
 export const RATE_LIMIT_SQL = {
@@ -124,15 +157,10 @@ export const RATE_LIMIT_SQL = {
 export const STATUS_SQL = {
   ping: "SELECT 1",
   databaseBytes: "SELECT pg_database_size(current_database())::float8 AS bytes",
-  /**
-   * Needs about as much free disk as a write and changes nothing: a sort too big for its
-   * work_mem spills about 280 kB to a temporary file (in the database's tablespace unless
-   * temp_tablespaces says otherwise), and fails with 53100 where there is no room for it.
-   */
+  /** Needs free disk like a write, changes nothing: the sort spills to a temporary file, or fails with 53100. */
   room: "SET LOCAL work_mem = '64kB'; SELECT count(*) FROM (SELECT g FROM generate_series(1, 20000) g ORDER BY g DESC OFFSET 0) s",
 };
 
-/** Drizzle's migrator keeps its rows in drizzle.__drizzle_migrations; `migrate` (client.ts) reads them there. */
 export const MIGRATION_SQL = {
   tableExists: "SELECT to_regclass($1) IS NOT NULL AS exists",
   recorded: 'SELECT hash, created_at::float8 AS "createdAt" FROM drizzle.__drizzle_migrations',

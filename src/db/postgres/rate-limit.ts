@@ -2,19 +2,18 @@ import type { SQL } from "bun";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { type RateAnswer, rateAnswer } from "../../core/rate-limit";
 import type { RequestLimiter } from "../../core/stores";
+import { systemTimers, type Timers } from "../../core/timers";
 import type { Clock } from "../../core/tokens";
-import { systemTimers, type Timers } from "./deadline";
 import { createGroups } from "./groups";
 import { RATE_LIMIT_SQL } from "./queries";
 
-/** An instance takes a token's budget from the shared bucket this share of a minute's worth at a time. */
+/** An instance takes a key's budget from the shared bucket 1/SHARE_DIVISOR of a minute's worth at a time. */
 const SHARE_DIVISOR = 100;
 /** How long (ms) a request waits for the shared bucket before it goes ahead unchecked. */
 export const LIMITER_WAIT_MS = 200;
 /** Past this many keys in hand, those not being asked for are dropped (their shares with them). */
 const SWEEP_ABOVE_KEYS = 10_000;
 
-/** A key's answer: tokens granted, and those left in the shared bucket `at` (the app's clock). */
 interface Lease {
   granted: number;
   tokens: number;
@@ -25,12 +24,11 @@ interface Lease {
 interface Held {
   /** Taken from the shared bucket, not yet spent here. */
   tokens: number;
-  /** Until then (the app's clock) the shared bucket cannot have a whole token: no use asking. */
+  /** Until then the shared bucket cannot have a whole token: no use asking. */
   refusedUntil: number;
-  /** What the shared bucket held when it last answered, and when (the app's clock). */
+  /** What the shared bucket held when it last answered, and when. */
   shared: number;
   seenAt: number;
-  /** The ask in flight for this key, if any: when it went out (timers), and whether it answered in time. */
   asking?: { since: number; answered: Promise<boolean> };
 }
 
@@ -41,21 +39,11 @@ export interface LimiterOptions {
 }
 
 /**
- * The per-token budget shared by every instance: the same token bucket as the in-memory limiter
- * (src/core/rate-limit.ts), kept in the UNLOGGED `rate_limits` table. One statement per request
- * halved PostgreSQL's throughput, so an instance takes a key's tokens from the shared bucket a
- * share at a time (1 % of the limit, at least 1) and spends them in memory; asks from many keys
- * that arrive together share one statement (groups.ts). Across N instances a token gets at most
- * N × (share − 1) requests more, or fewer, than one exact bucket would give (docs/scaling.md, "Shared
- * and per instance"). A bucket found empty is not asked again before a whole token can have refilled.
- *
- * The limit guards the service; it must not stop it. A request waits at most `waitMs` for an
- * answer, then goes ahead unchecked, as do its key's next requests while that ask is out; an ask
- * that fails grants a share. One line is logged when this starts and one when it ends. The app's
- * clock is used, not the database's, so tests can move time; a clock that goes back never refills.
- *
- * The `remaining` it answers is an estimate: what this instance holds, plus the shared bucket as
- * last seen and its refill since; other instances' spending since then is not known here.
+ * The per-token budget shared by every instance (docs/decisions/0007-postgres-rate-limit.md): an
+ * instance takes a share of the shared bucket at a time and spends it in memory, so a token may
+ * get N × (share − 1) requests more or fewer across N instances. The limit must not stop the
+ * service: a request waits at most `waitMs`, then goes ahead unchecked, and a failed ask grants a
+ * share. The app's clock is used so tests can move time; `remaining` is this instance's estimate.
  */
 export function createPostgresRateLimiter(
   client: SQL,
@@ -67,7 +55,7 @@ export function createPostgresRateLimiter(
   const rate = perMinute / 60_000;
   const share = Math.max(1, Math.floor(perMinute / SHARE_DIVISOR));
   const held = new Map<number, Held>();
-  /** Requests let through unchecked since the shared bucket stopped answering; undefined while it answers. */
+  /** Requests let through since the shared bucket stopped answering; undefined while it answers. */
   let unchecked: number | undefined;
 
   const leases = createGroups<number, Lease | undefined>(async (group) => {
@@ -82,11 +70,8 @@ export function createPostgresRateLimiter(
   async function lease(keys: number[]): Promise<Map<number, Lease>> {
     const at = clock();
     const shares = keys.map(() => share).join(",");
-    const rows = (await client.unsafe(RATE_LIMIT_SQL.lease, [keys.join(","), shares, perMinute, at, rate])) as Array<{
-      key: number;
-      granted: number;
-      tokens: number;
-    }>;
+    const params = [keys.join(","), shares, perMinute, at, rate];
+    const rows = (await client.unsafe(RATE_LIMIT_SQL.lease, params)) as Array<Omit<Lease, "at"> & { key: number }>;
     return new Map(rows.map(({ key, granted, tokens }) => [key, { granted, tokens, at }]));
   }
 
@@ -112,7 +97,7 @@ export function createPostgresRateLimiter(
     return found;
   }
 
-  /** Asks the shared bucket for a share of `key`'s tokens; false when no answer came within `waitMs`. */
+  /** False when no answer came within `waitMs`. */
   function ask(key: number, entry: Held): Promise<boolean> {
     if (entry.asking) {
       return timers.now() - entry.asking.since >= waitMs ? Promise.resolve(false) : entry.asking.answered;
@@ -151,7 +136,6 @@ export function createPostgresRateLimiter(
     return answeredInTime;
   }
 
-  /** This instance's best guess at the budget left for `entry`'s key. */
   function allowed(entry: Held): RateAnswer {
     const refill = Math.max(0, clock() - entry.seenAt) * rate;
     return rateAnswer(false, perMinute, Math.min(perMinute, entry.tokens + entry.shared + refill), rate);

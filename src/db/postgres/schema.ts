@@ -1,11 +1,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
 
-/*
- * The same tables, names and exports as the SQLite schema (src/db/sqlite/schema.ts), in
- * PostgreSQL's types: ids are `bigint` read as JS bigints (Bun's SQL client decodes int8 as a
- * string and Drizzle turns it into an exact bigint), times are `timestamptz`.
- */
+// The SQLite schema's tables (src/db/sqlite/schema.ts, which says what each is for) in PostgreSQL's types.
 
 const time = (name: string) => timestamp(name, { withTimezone: true, mode: "date", precision: 3 });
 
@@ -22,11 +18,9 @@ export const tokens = pgTable(
     userId: integer("user_id")
       .notNull()
       .references(() => users.id),
-    /** SHA-256 of the token, hex. The token itself is never stored. */
     hash: text("hash").notNull().unique(),
     createdAt: time("created_at").notNull(),
     lastUsedAt: time("last_used_at"),
-    /** Revoked tokens stay as rows so that a revoked-only table never re-triggers bootstrap. */
     revokedAt: time("revoked_at"),
   },
   (table) => [index("tokens_user_id_idx").on(table.userId)],
@@ -42,11 +36,8 @@ export const plants = pgTable(
     name: text("name").notNull(),
     tag: text("tag"),
   },
-  // As on SQLite: the key serves the ordered per-owner list, and the tag index holds the name
-  // so a tagged page is read from the index alone. Unlike SQLite's, the tag index is partial:
-  // whole, it also covers an untagged list, and a generic plan (sized for the average owner)
-  // would read a large owner's every plant from it and sort them, for each page
-  // (tests/postgres-plan.test.ts). `tag = $n` implies the predicate, so tagged lists still use it.
+  // Partial, unlike SQLite's: whole, a generic plan would read a large owner's untagged list from
+  // it and sort it (tests/engines/postgres-plan.test.ts); `tag = $n` implies the predicate.
   (table) => [
     primaryKey({ columns: [table.ownerId, table.id] }),
     index("plants_owner_tag_id_name_idx")
@@ -55,7 +46,6 @@ export const plants = pgTable(
   ],
 );
 
-/** As on SQLite (src/db/sqlite/schema.ts), where each table says what it is for. */
 export const webhooks = pgTable(
   "webhooks",
   {
@@ -107,7 +97,6 @@ export const webhookDeliveries = pgTable(
     index("webhook_deliveries_endpoint_due_idx")
       .on(table.webhookId, table.nextAttemptAt)
       .where(sql`${table.nextAttemptAt} IS NOT NULL`),
-    // Delivered and failed ones, oldest first: retention removes them in batches (src/webhooks/retention.ts).
     index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],
 );

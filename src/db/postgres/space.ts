@@ -3,15 +3,11 @@ import { storeFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { STATUS_SQL } from "./queries";
 
-/** While writes fail for lack of space, the room probe runs at most this often. */
 const PROBE_EVERY_MS = 1_000;
 
 /**
- * Whether the server is out of space for our writes, for readiness: set when a write fails with
- * disk full (SQLSTATE 53100), cleared when a client's write succeeds or the room probe does
- * (STATUS_SQL.room, run now and then while it lasts, so readiness turns back by itself). A
- * delete needs no new space and a create may fit in a page with room, so either answer can
- * change with the next write; right after a write fails for lack of space it is "full".
+ * Whether the server is out of space, for readiness: set when a write fails with 53100, cleared
+ * when a write or the room probe (run now and then while it lasts) succeeds.
  */
 export function createSpaceWatch(client: SQL, log: FaultLog) {
   let full = false;
@@ -37,7 +33,7 @@ export function createSpaceWatch(client: SQL, log: FaultLog) {
       return full;
     },
 
-    /** `store` with its methods named in `writes` watched: their outcome sets or clears the state. */
+    /** `store` with the methods named in `writes` setting or clearing the state. */
     watch<T extends object>(store: T, writes: ReadonlyArray<keyof T & string>): T {
       const watched = { ...store } as Record<string, unknown>;
       for (const name of writes) {

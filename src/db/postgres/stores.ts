@@ -15,23 +15,16 @@ import { createPostgresWebhookStore } from "./webhooks";
 export interface PostgresStoreOptions {
   clock?: Clock;
   log: FaultLog;
-  /** How long a store call may take before its request is answered 503 (deadline.ts; see guardOf). */
+  /** deadline.ts; see guardOf. */
   deadlineMs?: number;
-  /** The pool's size: that many overdue calls make new ones fail at once. */
   poolSize?: number;
-  /** Store calls waiting at once past which new ones get 503 (MAX_IN_FLIGHT). */
   maxInFlight?: number;
-  /** How long a request waits for the shared rate-limit bucket before going ahead (rate-limit.ts). */
   limiterWaitMs?: number;
 }
 
 const FIRST_SIZE_READ_MS = 1_000;
 
-/**
- * The stores on a PostgreSQL pool. Several instances may share the database: everything they
- * must agree on (tokens, plants, the per-token budget) lives in it. `database_size` for the
- * metrics is read at most every 10 s, beside the scrape, never on it.
- */
+/** Several instances may share the database; `database_size` is read at most every 10 s, beside the scrape. */
 export function createPostgresStores(
   client: SQL,
   {
@@ -57,8 +50,7 @@ export function createPostgresStores(
       })
       .catch(() => {});
   };
-  // Read first a moment after the start, not with it: at once, it took a second connection while
-  // the start's own reads waited for the first.
+  // Not at the start: it would take a second connection while the start's reads wait for the first.
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
   return {
     engine: "postgres",
@@ -72,8 +64,7 @@ export function createPostgresStores(
     webhooks: space.watch(withDeadline(createPostgresWebhookStore(client, clock), deadline), ["register", "remove"]),
     status: {
       ping: () => client.unsafe(STATUS_SQL.ping),
-      // Failures come one request at a time (each gets its own 503) and readiness pings; the
-      // lasting states are a pool whose every connection is held by an overdue call, and no room.
+      // Other failures are one request's; lasting ones are a pool held by overdue calls, and no room.
       problem: () => (deadline.overdue() >= poolSize ? "timeout" : space.full() ? "full" : undefined),
       // PostgreSQL reads its own pages, and checks them where data checksums are on.
       checkInBackground() {},
@@ -84,7 +75,7 @@ export function createPostgresStores(
         },
       },
     },
-    // Not held to the deadline: the limiter bounds its own wait and lets requests go ahead (rate-limit.ts).
+    // Not held to the deadline: the limiter bounds its own wait.
     requestLimiter: (perMinute, limiterClock) =>
       createPostgresRateLimiter(client, perMinute, limiterClock, { log, waitMs: limiterWaitMs }),
     async close() {
@@ -97,16 +88,11 @@ export function createPostgresStores(
   };
 }
 
-/**
- * What a target's settings mean for its stores' guard: a call may take as long as a healthy
- * server could (a new connection, then the longest statement), and the pool's size of them
- * may be overdue before new calls fail at once.
- */
+/** A call may take as long as a healthy server could: a new connection, then the longest statement. */
 export function guardOf(target: PostgresTarget): Pick<PostgresStoreOptions, "deadlineMs" | "poolSize"> {
   return { deadlineMs: target.connectTimeoutMs + target.statementTimeoutMs, poolSize: target.poolSize };
 }
 
-/** Connects, migrates under the advisory lock, and builds the stores. */
 export async function openPostgresStores(target: PostgresTarget, options: PostgresStoreOptions): Promise<Stores> {
   const { client } = connect(target);
   try {

@@ -11,10 +11,9 @@ import {
 import { createGroups } from "./groups";
 import { TOKEN_SQL } from "./queries";
 
-/** A constant for the bootstrap's transaction-scoped advisory lock ("admin" in ASCII). */
+/** The bootstrap's advisory lock key ("admin" in ASCII). */
 const BOOTSTRAP_LOCK = 0x61646d696e;
 
-/** A connection of the pool, or a transaction's: each runs the statements the same way. */
 type Runner = Pick<SQL, "unsafe">;
 
 interface Found {
@@ -24,15 +23,9 @@ interface Found {
   lastUsedAt: Date | null;
 }
 
-/**
- * Tokens and their users on PostgreSQL. Every lookup reads the shared table, so a token revoked
- * through any instance or the CLI fails everywhere from its next request. Recording a token's
- * last use is bookkeeping beside the request: at most one write per token per minute per
- * instance, never awaited by the request.
- */
+/** Every lookup reads the shared table, so a revoked token fails on every instance from its next request. */
 export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): TokenStore {
-  // Every request runs this: lookups that arrive together share one statement (groups.ts;
-  // docs/decisions/0002). Hashes are hex, so a comma list carries them.
+  // Every request looks up: together they share one statement (docs/decisions/0002).
   const lookups = createGroups<string, Found | undefined>(async (group) => {
     const hashes = [...new Set(group.map((waiting) => waiting.item))];
     const rows = (await client.unsafe(TOKEN_SQL.findActive, [hashes.join(",")])) as Found[];
@@ -64,7 +57,6 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
 
   return {
     issue: (userName) => client.begin((tx) => issueIn(tx, userName)),
-
     async authenticate(token) {
       const found = await lookups.add(hashToken(token));
       if (!found) return undefined;
@@ -75,9 +67,7 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
       return { id: found.userId, tokenId: found.tokenId };
     },
 
-    // Every start but the first finds a token with one read and takes no lock. Instances starting
-    // together on an empty database: the lock makes exactly one of them see no token and issue
-    // the first one (tokens are never deleted, so a token once seen stays).
+    // A read first, so only the first start takes the lock; under it, one instance issues the first token.
     async bootstrap() {
       if ((await client.unsafe(TOKEN_SQL.anyToken)).length > 0) return undefined;
       return client.begin(async (tx) => {
@@ -86,9 +76,7 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
         return any ? undefined : issueIn(tx, "admin");
       });
     },
-
     list: async () => [...((await client.unsafe(TOKEN_SQL.list)) as TokenListing[])],
-
     async revoke(tokenId) {
       const [revoked] = await client.unsafe(TOKEN_SQL.revoke, [new Date(clock()).toISOString(), tokenId]);
       if (revoked) return "revoked";

@@ -1,13 +1,9 @@
-/* The webhook endpoints' and outbox's statements, as queries.ts (kept apart for length). */
 const ENDPOINT = `id, url, created_at AS "createdAt", disabled_at IS NOT NULL AS disabled`;
 const DELIVERY = `id, status, attempts, last_status AS "lastStatus", created_at AS "createdAt", next_attempt_at AS "nextAttemptAt"`;
 
 /**
- * Fans out the events `chosen` selects (their seqs, locked), in one statement: each event gives
- * one delivery per endpoint of its owner enabled when the plant was created (an id up to
- * `last_webhook_id`) and still enabled, and is deleted with it; another instance skips the
- * events it holds, so each is fanned out once. The id is as before: `msg_`, 12 hex digits of
- * the creation time in ms, 20 random hex digits.
+ * Fans out the events `chosen` locks: one delivery per endpoint enabled then (id up to
+ * `last_webhook_id`) and now. Ids: `msg_`, the creation time in ms as 12 hex digits, 20 random ones.
  */
 const fanOutOf = (chosen: string) => `WITH events AS (
     DELETE FROM webhook_events WHERE seq = ANY(ARRAY(${chosen}))
@@ -24,12 +20,9 @@ const fanOutOf = (chosen: string) => `WITH events AS (
   )
   SELECT count(*)::int AS n FROM events`;
 
-/**
- * Webhook endpoints and the outbox (the triggers are in drizzle/postgres/0003, 0005, 0007). Claims and leases
- * use the database's clock, which every instance shares.
- */
+/** Claims and leases use the database's clock, which every instance shares. */
 export const WEBHOOK_SQL = {
-  /** (count, circuit failures): as on SQLite (src/db/sqlite/webhook-queries.ts), owner by owner. */
+  /** (count, circuit failures): as on SQLite (sqlite/webhook-queries.ts). */
   fanOut: fanOutOf(`SELECT e.seq FROM (SELECT DISTINCT owner_id FROM webhooks) o
       JOIN webhook_events e ON e.owner_id = o.owner_id
       WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
@@ -37,11 +30,10 @@ export const WEBHOOK_SQL = {
           AND (w.consecutive_failures < $2
             OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))
       ORDER BY e.owner_id, e.seq LIMIT $1 FOR UPDATE OF e SKIP LOCKED`),
-  /** (count, owner): the owner's events, whatever its endpoints' state: its log is read. */
+  /** (count, owner): whatever its endpoints' state, as its log is read. */
   fanOutOwner: fanOutOf(
     `SELECT seq FROM webhook_events WHERE owner_id = $2 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
   ),
-  /** Per owner, so the endpoint cap holds across instances. */
   registerLock: "SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
   countOwn: "SELECT count(*)::int AS n FROM webhooks WHERE owner_id = $1",
   register: `INSERT INTO webhooks (owner_id, url, secret, created_at) VALUES ($1, $2, $3, $4) RETURNING ${ENDPOINT}`,
@@ -58,12 +50,7 @@ export const WEBHOOK_SQL = {
       SELECT ${DELIVERY} FROM webhook_deliveries
       WHERE webhook_id = (SELECT id FROM endpoint) AND seq > start.seq ORDER BY seq LIMIT $4
     ) d ON true`,
-  /**
-   * (circuit failures, circuit rest ms, lease ms, count, per endpoint, busy as
-   * {"<endpoint id>": attempts in flight}): as on SQLite (src/db/sqlite/webhook-queries.ts), each
-   * endpoint's room, its oldest due deliveries up to it, then owner by owner in turn. Rows another
-   * instance is claiming are skipped; a claimed row is not due again until its lease ends.
-   */
+  /** (circuit failures, rest ms, lease ms, count, per endpoint, busy JSON): as on SQLite; skips rows being claimed. */
   claim: `WITH busy AS (SELECT key::int AS webhook_id, value::int AS n FROM json_each_text($6::text::json)),
     endpoints AS (
       SELECT * FROM (
@@ -90,18 +77,12 @@ export const WEBHOOK_SQL = {
     FROM webhooks w
     WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
     RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
-  /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
     ON CONFLICT DO NOTHING`,
-  /** Pending deliveries, and plants whose deliveries are not written yet (each once). */
   pending: `SELECT ((SELECT count(*) FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL)
     + (SELECT count(*) FROM webhook_events))::int AS n`,
-  /**
-   * (created before, count): the oldest finished deliveries no other instance is removing;
-   * attempts go by cascade. `= ANY(ARRAY(…))` keeps the generic plan to key lookups: with
-   * `IN (…)` it joined a scan of the whole outbox, not knowing how small `$2` is.
-   */
+  /** `= ANY(ARRAY(…))`: with `IN (…)` the generic plan scans the whole outbox, not knowing how small $2 is. */
   pruneFinished: `WITH gone AS (
       DELETE FROM webhook_deliveries WHERE seq = ANY(ARRAY(
         SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < $1

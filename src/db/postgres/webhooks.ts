@@ -1,36 +1,26 @@
 import type { SQL } from "bun";
 import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
 import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
+import { countOf } from "./client";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
-/** A key space for the per-owner advisory lock that keeps the endpoint cap exact across instances ("wh"). */
+/** The advisory lock's key space ("wh") for the per-owner lock that keeps the endpoint cap across instances. */
 const REGISTER_LOCK_SPACE = 0x7768;
 
-/**
- * Webhook endpoints and the outbox on PostgreSQL. Several instances claim due deliveries with
- * `FOR UPDATE SKIP LOCKED`, so each attempt is made by one of them.
- */
 export function createPostgresWebhookStore(client: SQL, clock: () => number): WebhookStore {
-  const fanOut = (sql: string, other: number) => async (count: number) => {
-    const [{ n }] = (await client.unsafe(sql, [count, other])) as [{ n: number }];
-    return n;
-  };
+  const fanOut = (sql: string, other: number) => (count: number) => countOf(client, sql, [count, other]);
   return {
     register: (ownerId, url, secret, max) =>
       client.begin(async (tx) => {
         await tx.unsafe(WEBHOOK_SQL.registerLock, [REGISTER_LOCK_SPACE, ownerId]);
-        const [{ n }] = (await tx.unsafe(WEBHOOK_SQL.countOwn, [ownerId])) as [{ n: number }];
-        if (n >= max) return undefined;
+        if ((await countOf(tx, WEBHOOK_SQL.countOwn, [ownerId])) >= max) return undefined;
         const [row] = (await tx.unsafe(WEBHOOK_SQL.register, [ownerId, url, secret, new Date(clock())])) as [
           WebhookEndpoint,
         ];
         return { ...row, secret };
       }),
-
     list: async (ownerId) => [...((await client.unsafe(WEBHOOK_SQL.listOwn, [ownerId])) as WebhookEndpoint[])],
-
     remove: async (ownerId, id) => (await client.unsafe(WEBHOOK_SQL.remove, [ownerId, id])).length > 0,
-
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
       await fanOutBeforeReading(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
@@ -48,7 +38,7 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
       await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOut, circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
-      // seq is int8, given as decimal text; it stays far below 2^53.
+      // int8 as decimal text, far below 2^53.
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },
 
@@ -64,32 +54,19 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
         a.retryInMs === undefined ? null : Math.round(a.retryInMs),
       ]);
     },
-
-    async pendingCount() {
-      const [{ n }] = (await client.unsafe(WEBHOOK_SQL.pending)) as [{ n: number }];
-      return n;
-    },
-
-    async pruneFinished(before, count) {
-      const [{ n }] = (await client.unsafe(WEBHOOK_SQL.pruneFinished, [new Date(before), count])) as [{ n: number }];
-      return n;
-    },
-
+    pendingCount: () => countOf(client, WEBHOOK_SQL.pending),
+    pruneFinished: (before, count) => countOf(client, WEBHOOK_SQL.pruneFinished, [new Date(before), count]),
     async failedDeliveries(webhookId) {
       const [exists] = await client.unsafe(WEBHOOK_SQL.endpointExists, [webhookId]);
       if (!exists) return undefined;
-      return [
-        ...((await client.unsafe(WEBHOOK_SQL.failed, [webhookId])) as Array<
-          DeliveryListing & { lastError: string | null }
-        >),
-      ];
+      const rows = await client.unsafe(WEBHOOK_SQL.failed, [webhookId]);
+      return [...rows] as Array<DeliveryListing & { lastError: string | null }>;
     },
 
     async redeliver(deliveryId) {
-      const [row] = (await client.unsafe(WEBHOOK_SQL.redeliver, [deliveryId])) as Array<{
-        disabled: boolean;
-        queued: number;
-      }>;
+      const [row] = (await client.unsafe(WEBHOOK_SQL.redeliver, [deliveryId])) as [
+        { disabled: boolean; queued: number }?,
+      ];
       if (!row) return "not-found";
       if (row.queued > 0) return "queued";
       return row.disabled ? "disabled" : "not-failed";

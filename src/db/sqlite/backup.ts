@@ -8,7 +8,7 @@ export class BackupError extends Error {}
 export interface BackupResult {
   file: string;
   bytes: number;
-  /** Rows per table in the copy, read back from the copy itself. */
+  /** Read back from the copy itself. */
   rows: Record<string, number>;
 }
 
@@ -21,7 +21,7 @@ function fsyncPath(path: string): void {
   }
 }
 
-/** Gives `from` the name `to` unless `to` exists; a link fails with EEXIST, so no race either. */
+/** A link fails with EEXIST, so an existing file is never overwritten, even in a race. */
 function publishWithoutOverwriting(from: string, to: string): void {
   try {
     linkSync(from, to);
@@ -37,7 +37,7 @@ function publishWithoutOverwriting(from: string, to: string): void {
   unlinkSync(from);
 }
 
-export function countRows(path: string): Record<string, number> {
+function countRows(path: string): Record<string, number> {
   const copy = new Database(path, { readonly: true, strict: true });
   try {
     const tables = copy
@@ -58,12 +58,9 @@ export function countRows(path: string): Record<string, number> {
 }
 
 /**
- * Copies the live database into `target` with `VACUUM INTO`: one read transaction, so the copy
- * is the committed state at one instant while the server keeps writing (WAL readers do not
- * block writers). The copy is written under a temporary name, synced (SQLite does not sync
- * VACUUM INTO's output), then linked to `target`: a crash never leaves a half copy under the
- * final name, and an existing file is never overwritten. The copy is a single file in
- * rollback-journal mode; restoring is copying it into place while the server is stopped.
+ * `VACUUM INTO` is one read transaction: the committed state at one instant, while the server
+ * writes on. The copy is synced (SQLite does not) under a temporary name, then linked into place,
+ * so a crash never leaves a half copy under `target`.
  */
 export function backupDatabase(sqlite: Database, target: string): BackupResult {
   const file = resolve(target);

@@ -1,68 +1,53 @@
 import type { Database } from "bun:sqlite";
-import { type Migration, migrationStatus } from "./migrations";
+import type { Migration } from "../migrations";
+import { migrationStatus } from "./migrations";
 
-/** At most this many lines per check: a badly damaged file would otherwise print thousands. */
+/** A badly damaged file would otherwise print thousands of lines. */
 const MAX_LINES = 100;
 
 export interface CheckReport {
-  /** One line per check that passed, for the operator. */
   passed: string[];
-  /** One line per problem found. */
   problems: string[];
 }
 
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-/**
- * Reads the database and changes nothing: SQLite's integrity and foreign key checks, and the
- * migrations that are not applied yet.
- */
+/** Integrity, foreign keys and pending migrations; changes nothing. */
 export function checkDatabase(sqlite: Database, migrations: Migration[]): CheckReport {
   const passed: string[] = [];
   const problems: string[] = [];
+  /** One check: `ok` when it finds nothing; a check that cannot run is a problem too. */
+  const check = (name: string, run: () => { found: string[]; ok: string }) => {
+    try {
+      const { found, ok } = run();
+      if (found.length === 0) passed.push(`${name}: ${ok}`);
+      problems.push(...found.map((line) => `${name}: ${line}`));
+    } catch (error) {
+      problems.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
 
-  try {
+  check("integrity", () => {
     // Damage to a b-tree comes back as one row of many lines, headed "*** in database main ***".
     const lines = sqlite
       .query<{ integrity_check: string }, []>(`PRAGMA integrity_check(${MAX_LINES})`)
       .all()
       .flatMap((row) => row.integrity_check.split("\n"))
       .filter((line) => line !== "" && !/^\*\*\* in database \S+ \*\*\*$/.test(line));
-    if (lines.length === 1 && lines[0] === "ok") passed.push("integrity: ok");
-    else problems.push(...lines.map((line) => `integrity: ${line}`));
-  } catch (error) {
-    problems.push(`integrity: ${message(error)}`);
-  }
-
-  try {
+    return { found: lines.length === 1 && lines[0] === "ok" ? [] : lines, ok: "ok" };
+  });
+  check("foreign keys", () => {
     const violations = sqlite
       .query<{ table: string; rowid: number | null; parent: string }, []>("PRAGMA foreign_key_check")
       .all();
-    if (violations.length === 0) passed.push("foreign keys: ok");
-    for (const violation of violations.slice(0, MAX_LINES)) {
-      problems.push(
-        `foreign keys: ${violation.table} row ${violation.rowid ?? "(without rowid)"} refers to a missing ${violation.parent} row`,
-      );
-    }
-    if (violations.length > MAX_LINES) {
-      problems.push(`foreign keys: ${violations.length - MAX_LINES} more violations not shown`);
-    }
-  } catch (error) {
-    problems.push(`foreign keys: ${message(error)}`);
-  }
-
-  try {
+    const found = violations
+      .slice(0, MAX_LINES)
+      .map((v) => `${v.table} row ${v.rowid ?? "(without rowid)"} refers to a missing ${v.parent} row`);
+    if (violations.length > MAX_LINES) found.push(`${violations.length - MAX_LINES} more violations not shown`);
+    return { found, ok: "ok" };
+  });
+  check("migrations", () => {
     const status = migrationStatus(sqlite, migrations);
-    for (const migration of status.pending) {
-      problems.push(`migrations: ${migration.tag} is not applied yet (bun run db:migrate applies it)`);
-    }
-    problems.push(...status.problems.map((problem) => `migrations: ${problem}`));
-    if (status.pending.length === 0 && status.problems.length === 0) {
-      passed.push(`migrations: ${status.applied} applied, none pending`);
-    }
-  } catch (error) {
-    problems.push(`migrations: ${message(error)}`);
-  }
-
+    const pending = status.pending.map(({ tag }) => `${tag} is not applied yet (bun run db:migrate applies it)`);
+    return { found: [...pending, ...status.problems], ok: `${status.applied} applied, none pending` };
+  });
   return { passed, problems };
 }

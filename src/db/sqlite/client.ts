@@ -8,16 +8,12 @@ import * as schema from "./schema";
 export interface DatabaseOptions {
   path: string;
   synchronous: SynchronousMode;
-  /** Brings the schema up to date on open (the default); `false` opens the database as it is. */
   migrate?: boolean;
-  /**
-   * Opens the file as it is and only reads it (backup, check): no new file when it is missing,
-   * no migration, no change of journal mode. Fails here if the file is not a database.
-   */
+  /** Backup, check: no new file, no migration, no change of journal mode. */
   readonly?: boolean;
 }
 
-/** Drizzle's view of the database, for migrations, the CLI's and the tests' queries; the stores run queries.ts. */
+/** Drizzle's view, for migrations, the CLI and tests; the stores run queries.ts. */
 export type AppDatabase = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
 /** Folds the WAL back into the main file so the database is one self-contained file. */
@@ -26,16 +22,13 @@ export function closeDatabase(sqlite: Database): void {
   sqlite.close();
 }
 
-/** `sqlite`, and Drizzle's view of it (migrations, the CLI, tests). */
 function opened(sqlite: Database): { sqlite: Database; db: AppDatabase } {
   return { sqlite, db: drizzle({ client: sqlite, schema }) as AppDatabase };
 }
 
 /**
- * Opens SQLite with the pragmas every connection needs, then brings the schema up to date with
- * the migrations embedded at build time (see migrations.ts). A database that is someone else's
- * is refused before anything is written to it (see ownership.ts). WAL lets the CLI and the server
- * share the file; synchronous=FULL (the default) makes an acknowledged write survive power loss.
+ * A foreign database is refused before anything is written (ownership.ts). WAL lets the CLI and the
+ * server share the file; synchronous=FULL (the default) makes an acknowledged write survive power loss.
  */
 export function openDatabase({ path, synchronous, migrate = true, readonly = false }: DatabaseOptions) {
   const sqlite = new Database(path, readonly ? { readonly, strict: true } : { create: true, strict: true });

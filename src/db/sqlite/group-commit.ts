@@ -5,17 +5,16 @@ import { createWriteHealth } from "./write-health";
 export interface GroupCommitOptions {
   /** The longest a write waits for others to share its commit. */
   maxWaitMs?: number;
-  /** Writes waiting for their commit at once; past it a write is refused at once (MAX_IN_FLIGHT). */
+  /** MAX_IN_FLIGHT: client writes waiting at once, past which one is refused. */
   maxQueued?: number;
-  /** How long a write waits for a write lock held by another connection (WRITE_LOCK_TIMEOUT_MS). */
+  /** WRITE_LOCK_TIMEOUT_MS: how long a write waits for another connection's write lock. */
   lockTimeoutMs?: number;
-  /** Told when writes start failing for a reason of the store's (disk full, I/O) and when they recover. */
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
 }
 
 interface PendingWrite {
   write: () => unknown;
-  /** Bookkeeping (a token's last use, a probe) rides along without taking a client's place. */
+  /** False for bookkeeping (a token's last use, a probe): it takes no client's place. */
   counted: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
@@ -29,17 +28,14 @@ const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]
 
 /**
  * Group commit (docs/decisions/0001-group-commit.md): writes that arrive together share one
- * transaction and one fsync; each caller gets its own result, once the commit is durable. A
- * write is one statement (or a savepoint), so one that fails is undone alone; an error that
- * ends the whole transaction (disk full, I/O) fails the batch: nothing unacknowledged is kept.
- * The event loop never waits for a lock: another connection's write lock is waited for on a
- * timer with backoff, and a write that has waited `lockTimeoutMs` gets a "busy" StoreUnavailable.
+ * transaction and fsync, and each resolves once it is durable. A failed write (one statement or
+ * savepoint) is undone alone; an error that ends the transaction (disk full, I/O) fails the batch.
+ * Another connection's write lock is waited for on a timer, never by blocking the event loop.
  */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
   const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
   sqlite.run("PRAGMA busy_timeout = 0");
   let queue: PendingWrite[] = [];
-  /** Client writes in `queue`: what the cap counts. */
   let queuedCount = 0;
   let scheduled = false;
   let sizeAtLastLook = 0;
@@ -47,11 +43,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   let lockPolls = 0;
   const health = createWriteHealth(sqlite, onHealthChange);
 
-  /**
-   * Commits once the batch stops growing: while each turn of the event loop brings more
-   * writes (reads keep the loop busy and their clients send more), wait, at most `maxWaitMs`;
-   * when a turn brings none (every writer is waiting for its answer), commit at once.
-   */
+  /** Commits once a turn of the event loop brings no more writes, or after `maxWaitMs`. */
   function commitWhenSettled() {
     if (queue.length > sizeAtLastLook && performance.now() - firstQueuedAt < maxWaitMs) {
       sizeAtLastLook = queue.length;
@@ -114,7 +106,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     });
   }
 
-  /** Everything queued, as the next batch; later writes start a new queue. */
   function take(): PendingWrite[] {
     const batch = queue;
     queue = [];
@@ -123,14 +114,13 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     return batch;
   }
 
-  /** The transaction could not even begin: every write waiting fails. */
   function failBatch(error: unknown) {
     const batch = take();
     const failure = asStoreFailure(error);
     for (const pending of batch) pending.reject(failure);
   }
 
-  /** A failure of the store rather than of one write: it tells readiness, and the client its kind. */
+  /** A store failure (not one write's) sets readiness and reaches the client as its kind. */
   function asStoreFailure(error: unknown): unknown {
     const kind = storeFailureKind(error);
     if (kind === undefined) return error;
@@ -154,21 +144,12 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   }
 
   return {
-    /**
-     * Runs `write` in the next group transaction; resolves once that transaction is committed.
-     * `bookkeeping` writes are not counted against `maxQueued`.
-     */
     run,
-
     /** Resolves once every write queued so far has been committed or refused. */
     drain: (): Promise<unknown> =>
       queue.length === 0 ? Promise.resolve() : run(() => undefined, { bookkeeping: true }).catch(() => {}),
 
-    /**
-     * Why writes are failing now (space, I/O or damage), if they are (write-health.ts). While it
-     * is space or I/O, a write that changes nothing is tried now and then, so the answer turns
-     * healthy once the disk does, without waiting for a client's write.
-     */
+    /** Why writes fail now, if they do; while it is space or I/O, probes so it clears with the disk. */
     problem(): StoreFailureKind | undefined {
       if (health.probeDue())
         run(health.probe, { bookkeeping: true }).then(
@@ -180,7 +161,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   };
 }
 
-/** The write that ended the transaction says why, when it did; else a generic error. */
 function lostTransaction(outcomes: Array<{ ok: boolean; error?: unknown }>): unknown {
   const last = outcomes[outcomes.length - 1];
   return last && !last.ok ? last.error : new Error("the group transaction ended early; no write of it was committed");

@@ -1,13 +1,9 @@
-/**
- * The integrity pass's thread (integrity.ts): SQLite's quick check on a read-only connection of
- * its own, so reading every page never holds up the event loop. Answers once, then exits.
- */
+/** The integrity pass's thread (integrity.ts): a quick check finds a damaged page, on its own read-only connection. */
 import { Database } from "bun:sqlite";
 import type { IntegrityReport } from "./integrity";
 
 declare const self: Worker;
 
-/** At most this many findings: a badly damaged file would otherwise report thousands. */
 const MAX_FINDINGS = 10;
 
 self.onmessage = (event: MessageEvent<{ path: string }>) => {

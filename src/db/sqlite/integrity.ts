@@ -1,4 +1,3 @@
-/** What the integrity pass found: damage (SQLite's own lines), nothing, or that it could not run. */
 export type IntegrityReport = { damaged: true; findings: string[] } | { damaged: false; failed?: string };
 
 /** The thread's script; in a compiled binary, under the path it has below src/ (package.json's build). */
@@ -7,27 +6,22 @@ const WORKER_URL = import.meta.url.includes("/$bunfs/")
   : new URL("./integrity-worker.ts", import.meta.url);
 
 /**
- * Reads every page of the file once, on a thread of its own (integrity-worker.ts), and reports
- * what it found. Start-up reads only the header and the schema, so damage deeper in the file
- * would otherwise stay unseen until a request happened to read it; a quick check (not the full
- * integrity check, which also compares every index with its table) finds a damaged page.
+ * Reads every page once, on its own thread (integrity-worker.ts): start-up reads only the header
+ * and schema, so deeper damage would stay unseen until a request read it.
  */
 export function checkIntegrity(path: string): { report: Promise<IntegrityReport>; stop(): void } {
   const worker = new Worker(WORKER_URL);
-  let settle: (report: IntegrityReport) => void = () => {};
-  const report = new Promise<IntegrityReport>((resolve) => {
-    settle = resolve;
-    worker.onmessage = (event: MessageEvent<IntegrityReport>) => resolve(event.data);
-    worker.onerror = (event) => resolve({ damaged: false, failed: event.message });
-    worker.addEventListener("close", () => resolve({ damaged: false, failed: "its thread exited" }));
-  }).finally(() => worker.terminate());
+  const { promise, resolve } = Promise.withResolvers<IntegrityReport>();
+  worker.onmessage = (event: MessageEvent<IntegrityReport>) => resolve(event.data);
+  worker.onerror = (event) => resolve({ damaged: false, failed: event.message });
+  worker.addEventListener("close", () => resolve({ damaged: false, failed: "its thread exited" }));
   // A stopping process does not wait for it.
   worker.unref();
   worker.postMessage({ path });
   return {
-    report,
+    report: promise.finally(() => worker.terminate()),
     stop() {
-      settle({ damaged: false });
+      resolve({ damaged: false });
       worker.terminate();
     },
   };

@@ -2,19 +2,14 @@ import type { Database } from "bun:sqlite";
 import { StartupRefusal } from "../../core/failures";
 import { MIGRATIONS_TABLE } from "./migrations";
 
-/** How many of a foreign database's objects the refusal names, and how much of each name. */
 const NAMED_OBJECTS = 3;
 const NAME_CHARACTERS = 40;
 
 const KINDS = new Set(["table", "view", "index", "trigger"]);
 
-/** The file holds someone else's schema; the message names what was found and what to do. */
 export class ForeignDatabaseError extends StartupRefusal {}
 
-/**
- * A name read from the file, quoted so that whatever it holds (quotes, line breaks, terminal
- * controls, bidirectional overrides) stays one readable line.
- */
+/** Quoted so that whatever it holds (line breaks, terminal controls, bidi overrides) stays one readable line. */
 function quoted(name: string): string {
   const short = name.length > NAME_CHARACTERS ? `${name.slice(0, NAME_CHARACTERS)}…` : name;
   return JSON.stringify(short).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (character) => {
@@ -24,13 +19,10 @@ function quoted(name: string): string {
 }
 
 /**
- * Refuses a database that holds tables, views or the like but no migrations table: migrating
- * it would add our tables beside someone else's. An empty (new) database is ours to fill.
- * It only reads the schema, so it must run before anything writes: even switching the
- * journal mode to WAL rewrites the file's header.
+ * Migrating a database with objects but no migrations table would add our tables beside someone
+ * else's. Runs before anything writes: even switching to WAL rewrites the file's header.
  */
 export function refuseForeignDatabase(sqlite: Database, path: string): void {
-  // SQLite keeps its own objects under the reserved sqlite_ prefix (autoindexes, sequences, stats).
   const objects = sqlite
     .query<{ type: string; name: string }, []>(
       "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid",

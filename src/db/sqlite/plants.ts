@@ -1,26 +1,14 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
-import {
-  LIST_CHUNK_SIZE,
-  type PlantChange,
-  type PlantFilter,
-  type PlantPage,
-  type PlantStore,
-  trimToPage,
-} from "../../core/stores";
+import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
+import { nthId, SHAPES, shapeOf, toPage, updateParams } from "../plants";
 import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL } from "./queries";
-import type { Writer } from "./writer";
-
-/** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
-const BOUNDARY_STEP = 10_000;
+import { countRows, type Writer } from "./writer";
 
 type Row = Record<string, unknown> & { id?: bigint };
 
-/**
- * A row as its owner sees it: no id, nothing null. The driver's row object serves as the Plant
- * (JSON leaves out what is undefined).
- */
+/** A row as its owner sees it: no id, nothing null (the driver's row object is reused). */
 function toPlant(row: Row): Plant {
   row.id = undefined;
   for (const key in row) if (row[key] === null) row[key] = undefined;
@@ -33,23 +21,7 @@ const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
     field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
   );
 
-/** An update's flags and values, as `PLANT_SQL.update` binds them from ?3. */
-const changeParams = ({ name, tag }: PlantChange): SQLQueryBindings[] => [
-  name === undefined ? 0 : 1,
-  name ?? null,
-  tag === undefined ? 0 : 1,
-  tag ?? null,
-];
-
-/** Where a filter's statements sit: with or without a cursor, with or without a tag. */
-const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
-const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
-
-/**
- * An owner's plants on SQLite. Reads run at once on the caller's thread; writes go through group commit,
- * so they resolve only once durable. Ids are read as bigints (`safeIntegers`): the driver would
- * round integers past 2^53, and a rounded cursor would skip or repeat plants.
- */
+/** Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round them. */
 export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
   const lists = SHAPES.map((shape) => ({
     rows: sqlite.prepare<Row, SQLQueryBindings[]>(listSql(shape, false)).safeIntegers(true),
@@ -67,7 +39,6 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
 
   return {
     listChunkSize,
-
     async createPlant(ownerId: number, plant: NewPlant) {
       const row = await writes.run<Row | null>({
         sql: PLANT_SQL.insert,
@@ -78,7 +49,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row ? toPlant(row) : undefined;
     },
 
-    /** One process owns the file, and the route lets one request per key in at a time: never busy. */
+    /** Never busy: one process owns the file, and the route lets one request per key in at a time. */
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
       const { key, created, taken } = keyed;
       const row = await writes.run<KeptRow & { fresh: number }>({
@@ -101,55 +72,27 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       const answer = keptAnswer(row);
       return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
     },
-
-    async pruneIdempotencyKeys(before: number, count: number) {
-      const gone = await writes.run<unknown[]>(
-        { sql: IDEMPOTENCY_SQL.prune, mode: "all", params: [before, count] },
-        { bookkeeping: true },
-      );
-      return gone.length;
-    },
-
-    async listPage(
-      ownerId: number,
-      filter: PlantFilter,
-      count: number,
-      upTo?: bigint,
-      withIds?: boolean,
-    ): Promise<PlantPage> {
+    pruneIdempotencyKeys: (before, count) => countRows(writes, IDEMPOTENCY_SQL.prune, [before, count]),
+    async listPage(ownerId, filter, count, upTo, withIds) {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
-      const { more, lastId } = trimToPage(rows, count, upTo, (row) => row.id as bigint);
-      if (!withIds) return { plants: rows.map(toPlant), lastId, more };
-      const ids = rows.map((row) => row.id as bigint); // before toPlant drops them
-      return { plants: rows.map(toPlant), ids, lastId, more };
+      return toPage(rows, count, upTo, withIds, (row) => row.id as bigint, toPlant);
     },
 
-    /** Walks ids in steps from the index, with a turn of the event loop between steps. */
-    async nthId(ownerId: number, filter: PlantFilter, count: number) {
-      if (count <= 0) return undefined;
-      let after = filter.after;
-      let left = count;
-      for (;;) {
-        const step = Math.min(left, BOUNDARY_STEP);
-        const ids = statementsFor({ ...filter, after }).ids.all(...params(ownerId, { ...filter, after }, step + 1));
-        if (ids.length < step) return undefined;
-        left -= step;
-        const last = (ids[step - 1] as { id: bigint }).id;
-        if (left === 0) return { id: last, more: ids.length > step };
-        after = last;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-    },
+    nthId: (ownerId, filter, count) =>
+      nthId(filter, count, (at, limit) =>
+        statementsFor(at)
+          .ids.all(...params(ownerId, at, limit))
+          .map((row) => row.id),
+      ),
 
     async getPlant(ownerId: number, id: bigint): Promise<Plant | undefined> {
       const row = get.get(ownerId, id);
       return row ? toPlant(row) : undefined;
     },
 
-    async updatePlant(ownerId: number, id: bigint, change: PlantChange, expected?: Plant) {
-      const params: SQLQueryBindings[] = [ownerId, id, ...changeParams(change)];
-      if (expected) params.push(expected.name, expected.tag ?? null);
+    async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
+      const params = updateParams(ownerId, id, change, expected);
       const row = await writes.run<Row | null>({ sql, mode: "get", params, exact: true });
       return row ? toPlant(row) : undefined;
     },

@@ -2,10 +2,8 @@ import { sql } from "drizzle-orm";
 import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
- * A signed 64-bit integer kept exact: bun:sqlite binds a bigint as INTEGER without rounding,
- * and a statement with `safeIntegers(true)` reads it back as a bigint. Without that, the
- * driver hands over a number already rounded past 2^53: reading one is refused rather than
- * turned into a wrong bigint.
+ * A signed 64-bit integer kept exact: read with `safeIntegers(true)` it comes back as a bigint;
+ * without, the driver may already have rounded it past 2^53, so that is refused.
  */
 const int64 = customType<{ data: bigint; driverData: bigint | number }>({
   dataType: () => "integer",
@@ -31,7 +29,7 @@ export const tokens = sqliteTable(
     userId: integer("user_id")
       .notNull()
       .references(() => users.id),
-    /** SHA-256 of the token, hex. The token itself is never stored. */
+    /** SHA-256 of the token, hex; the token itself is never stored. */
     hash: text("hash").notNull().unique(),
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
     lastUsedAt: integer("last_used_at", { mode: "timestamp_ms" }),
@@ -51,21 +49,15 @@ export const plants = sqliteTable(
     name: text("name").notNull(),
     tag: text("tag"),
   },
-  // Ids are unique per owner; the key also serves the ordered per-owner list. The tag filter
-  // walks its own index in id order, however few of the owner's plants carry the tag; the
-  // index also holds the name, so a tagged page is read from it alone: 21 tagged plants of an
-  // owner's 100,000 took 14–15 µs through a row lookup per plant and 9–10 µs from the index
-  // (`bun bench/tag-index.ts`).
+  // The key serves the per-owner list in id order; the tag index holds the name too, so a tagged
+  // page is read from the index alone (bench/tag-index.ts).
   (table) => [
     primaryKey({ columns: [table.ownerId, table.id] }),
     index("plants_owner_tag_id_name_idx").on(table.ownerId, table.tag, table.id, table.name),
   ],
 );
 
-/**
- * A user's webhook endpoints. The secret is kept as issued: the server reads it back to sign
- * every delivery (docs/webhooks.md, "Webhook secrets and a leaked database").
- */
+/** The secret is kept as issued: every delivery is signed with it (docs/webhooks.md). */
 export const webhooks = sqliteTable(
   "webhooks",
   {
@@ -76,7 +68,7 @@ export const webhooks = sqliteTable(
     url: text("url").notNull(),
     secret: text("secret").notNull(),
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
-    /** Set when the endpoint answered 410: no more deliveries are made to it. */
+    /** Set when the endpoint answered 410: nothing more is sent to it. */
     disabledAt: integer("disabled_at", { mode: "timestamp_ms" }),
     /** Attempts failed in a row, and when the latest ended: its circuit (src/webhooks/rules.ts). */
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
@@ -86,13 +78,9 @@ export const webhooks = sqliteTable(
 );
 
 /**
- * The outbox's inbox: one row per created plant whose owner has an enabled endpoint, written by
- * a trigger on plants in the plant's own statement (drizzle/sqlite/0007), so it commits with the
- * plant. `last_webhook_id` is the owner's newest enabled endpoint then: an endpoint registered
- * later has a larger id and gets nothing. The dispatcher's claim fans events out into
- * deliveries in batches (deleting an event inserts its deliveries, by a trigger), off the
- * request's path, except while every endpoint of the owner rests with deliveries pending.
- * No AUTOINCREMENT: it would write sqlite_sequence on every create.
+ * A created plant whose owner has an enabled endpoint, written by a trigger in the plant's own
+ * statement (drizzle/sqlite/0007); claims fan events out into deliveries off the request's path.
+ * Endpoints newer than `last_webhook_id` get nothing. No AUTOINCREMENT: it writes sqlite_sequence.
  */
 export const webhookEvents = sqliteTable(
   "webhook_events",
@@ -108,12 +96,7 @@ export const webhookEvents = sqliteTable(
   (table) => [index("webhook_events_owner_seq_idx").on(table.ownerId, table.seq)],
 );
 
-/**
- * The outbox: one row per created plant per endpoint, fanned out from webhook_events.
- * `next_attempt_at` is set exactly while the delivery is pending; a claimed one has it moved
- * past the attempt. Delivered and failed ones go with their attempts once
- * WEBHOOK_RETENTION_DAYS old.
- */
+/** The outbox, one row per plant per endpoint: `next_attempt_at` is set exactly while it is pending. */
 export const webhookDeliveries = sqliteTable(
   "webhook_deliveries",
   {
@@ -123,7 +106,7 @@ export const webhookDeliveries = sqliteTable(
     webhookId: integer("webhook_id")
       .notNull()
       .references(() => webhooks.id, { onDelete: "cascade" }),
-    /** The exact body sent: the NewPlant as stored, its id an exact JSON integer. */
+    /** The exact body sent: the NewPlant as stored. */
     payload: text("payload").notNull(),
     status: text("status", { enum: ["pending", "delivered", "failed"] })
       .notNull()
@@ -133,8 +116,7 @@ export const webhookDeliveries = sqliteTable(
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
     nextAttemptAt: integer("next_attempt_at", { mode: "timestamp_ms" }),
   },
-  // A claim looks for due deliveries endpoint by endpoint (a few per endpoint, round-robin), so
-  // its cost follows the endpoints, not how many deliveries one of them has queued.
+  // Claims look endpoint by endpoint: their cost follows the endpoints, not one endpoint's backlog.
   (table) => [
     index("webhook_deliveries_webhook_seq_idx").on(table.webhookId, table.seq),
     index("webhook_deliveries_endpoint_due_idx")
@@ -145,11 +127,7 @@ export const webhookDeliveries = sqliteTable(
   ],
 );
 
-/**
- * Every attempt, as made. Inserting one applies it to its delivery (and a 410 to its
- * endpoint) through a trigger, so recording stays one statement; a second record of the same
- * attempt is ignored.
- */
+/** Every attempt; a trigger applies it to its delivery (and a 410 to its endpoint), so recording is one statement. */
 export const webhookAttempts = sqliteTable(
   "webhook_attempts",
   {
@@ -168,11 +146,7 @@ export const webhookAttempts = sqliteTable(
   (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],
 );
 
-/**
- * The kept answer to a create sent with an `Idempotency-Key` (SPEC, "Retrying a create safely"),
- * written in the plant's own transaction: a later request by the same owner with the same key
- * gets it again, byte for byte, until IDEMPOTENCY_TTL_HOURS after `created_at`.
- */
+/** The kept answer to a create sent with an Idempotency-Key, written in the plant's own transaction. */
 export const idempotencyKeys = sqliteTable(
   "idempotency_keys",
   {
@@ -194,7 +168,3 @@ export const idempotencyKeys = sqliteTable(
     index("idempotency_keys_created_at_idx").on(table.createdAt),
   ],
 );
-
-export type UserRow = typeof users.$inferSelect;
-export type TokenRow = typeof tokens.$inferSelect;
-export type PlantRow = typeof plants.$inferSelect;

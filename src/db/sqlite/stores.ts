@@ -16,25 +16,19 @@ import { inThreadWriter, type Writer } from "./writer";
 import { startWriterThread } from "./writer-thread";
 
 export interface SqliteStoreOptions {
-  /** Writes waiting for their commit past which new ones get 503 (MAX_IN_FLIGHT). */
   maxQueued: number;
-  /** How long a write waits for another process's write lock before 503 (WRITE_LOCK_TIMEOUT_MS). */
   lockTimeoutMs: number;
   clock?: Clock;
   log: FaultLog;
 }
 
-/** The synchronous level the connection was opened with, for the writer thread's own connection. */
+/** For the writer thread's own connection. */
 function synchronousOf(sqlite: Database): SynchronousMode {
   const level = sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
   return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
 }
 
-/**
- * The stores on one SQLite database: writes go through one group commit
- * (docs/decisions/0001-group-commit.md), reads answer on the caller's thread, and the request
- * limiter is this process's own (one process owns the file).
- */
+/** The request limiter is this process's own: one process owns the file. */
 export function createSqliteStores(
   sqlite: Database,
   { maxQueued, lockTimeoutMs, clock = Date.now, log }: SqliteStoreOptions,
@@ -43,18 +37,17 @@ export function createSqliteStores(
   const size = sqlite.prepare<{ bytes: number }, []>(STATUS_SQL.databaseBytes);
   const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
     problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
-  // A file gets a writer thread and an integrity pass; `:memory:` cannot: no second connection can open it.
+  // No second connection can open `:memory:`: no writer thread, no integrity pass.
   const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
   let integrity: ReturnType<typeof checkIntegrity> | undefined;
   let damaged = false;
+  const commit = { maxQueued, lockTimeoutMs, onHealthChange };
   const writes: Writer = inMemory
-    ? inThreadWriter(sqlite, { maxQueued, lockTimeoutMs, onHealthChange })
+    ? inThreadWriter(sqlite, commit)
     : startWriterThread({
+        ...commit,
         path: sqlite.filename,
         synchronous: synchronousOf(sqlite),
-        maxQueued,
-        lockTimeoutMs,
-        onHealthChange,
         onCrash: (error) =>
           log(
             "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
@@ -91,8 +84,7 @@ export function createSqliteStores(
       try {
         closeDatabase(sqlite);
       } catch (error) {
-        // A full disk fails the checkpoint; the WAL still holds every committed write and the
-        // next start (or any reader) uses it, so this is worth a line, not a failed exit.
+        // A full disk fails the checkpoint; the WAL still holds every committed write: a line, not a failed exit.
         log("the final WAL checkpoint failed; the WAL keeps every committed write", faultDetail(error));
         sqlite.close();
       }

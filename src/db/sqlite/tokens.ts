@@ -15,18 +15,14 @@ import type { Writer } from "./writer";
 type Millis = number | null;
 const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
 
-/**
- * Tokens and their users on SQLite. Every write is one statement through the writer; recording a
- * token's last use is bookkeeping done beside the request, never a write the request waits for
- * or fails on: a read must not fail because the disk is full or another process holds the write lock.
- */
+/** A token's last use is recorded beside the request: a read must not fail on a full disk or a held lock. */
 export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: Clock = Date.now): TokenStore {
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
   const revokedAt = sqlite.prepare<unknown, [number]>(TOKEN_SQL.revokedAt);
   const list = sqlite.prepare<unknown, []>(TOKEN_SQL.list);
   const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
 
-  /** Tokens whose last use is being recorded: one write each, however many requests come meanwhile. */
+  /** One write per token at a time, however many requests come meanwhile. */
   const recording = new Set<number>();
 
   function recordUse(tokenId: number, now: number) {
@@ -38,7 +34,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
       .finally(() => recording.delete(tokenId));
   }
 
-  /** The user (created when new), then a token for them; both writes go in the same group. */
+  /** Both writes go in the same group: the token's finds the user just created. */
   async function issue(userName: string, first = false): Promise<IssuedToken | undefined> {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
     const now = clock();
@@ -71,7 +67,6 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
 
     // Read first: every start but the very first writes nothing.
     bootstrap: async () => (anyToken.get() ? undefined : issue("admin", true)),
-
     async list() {
       const rows = list.values() as Array<[number, string, number, Millis, Millis]>;
       return rows.map(([id, user, createdAt, lastUsedAt, revokedAt]) => ({

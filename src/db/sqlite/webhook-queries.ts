@@ -1,23 +1,15 @@
-/*
- * The webhook stores' statements on SQLite (endpoints, the outbox, claims, attempts), written
- * as in queries.ts: a bound value in a WHERE or LIMIT as `(?n + 0)` or `(?n || '')`.
- */
+// Bound values in a WHERE or LIMIT are written `(?n + 0)` or `(?n || '')`, as queries.ts says why.
 
 const ENDPOINT = "id, url, created_at AS createdAt, disabled_at AS disabledAt";
 const DELIVERY =
   "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
 
-/**
- * The endpoints that take attempts now, `w` (binds ?1 now, ?2 and ?3 the circuit's failures and
- * rest): enabled, and not resting after a run of failed attempts.
- */
+/** Endpoints `w` taking attempts now (?1 now, ?2 the circuit's failures, ?3 its rest): enabled, not resting. */
 const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
 
 /**
- * The events `e` of owners `o` whose events a claim fans out (binds the circuit's failures):
- * all but those whose every enabled endpoint rests with deliveries pending. Those deliveries
- * would only wait, so the events wait instead, one small row each, until an endpoint closes.
- * CROSS JOIN keeps owners the outer loop: a held owner's events are never read.
+ * Events `e` a claim fans out: all but those of owners whose every enabled endpoint rests with
+ * deliveries pending (they would only wait). CROSS JOIN keeps owners the outer loop.
  */
 const FANNING_OWNERS = (failures: string) => `(SELECT DISTINCT owner_id FROM webhooks) o
   CROSS JOIN webhook_events e ON e.owner_id = o.owner_id
@@ -26,19 +18,15 @@ const FANNING_OWNERS = (failures: string) => `(SELECT DISTINCT owner_id FROM web
       AND (w.consecutive_failures < (${failures} + 0)
         OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))`;
 
-/**
- * Webhook endpoints and the outbox. A created plant's event is written by a trigger on plants,
- * deleting an event fans it out into deliveries by a trigger on webhook_events (drizzle/sqlite/0007),
- * and recording an attempt applies it by a trigger on webhook_attempts (0003, 0005).
- */
+// Triggers (drizzle/sqlite/0003, 0005, 0007) write events, fan a deleted event out and apply attempts.
 export const WEBHOOK_SQL = {
   /** (circuit failures): whether a claim has events to fan out. */
   anyEvent: `SELECT 1 AS waiting FROM ${FANNING_OWNERS("?1")} LIMIT 1`,
-  /** (count, circuit failures): events a claim fans out, each by its delete (the trigger), owner by owner in creation order. */
+  /** (count, circuit failures): owner by owner, in creation order. */
   fanOut: `DELETE FROM webhook_events WHERE seq IN (
       SELECT e.seq FROM ${FANNING_OWNERS("?2")} ORDER BY e.owner_id, e.seq LIMIT (?1 + 0)
     ) RETURNING seq`,
-  /** (owner, count): the owner's events, whatever its endpoints' state: its log is read. */
+  /** (owner, count): whatever its endpoints' state, as its log is read. */
   fanOutOwner: `DELETE FROM webhook_events WHERE seq IN (
       SELECT seq FROM webhook_events WHERE owner_id = ?1 ORDER BY seq LIMIT (?2 + 0)
     ) RETURNING seq`,
@@ -51,14 +39,12 @@ export const WEBHOOK_SQL = {
   remove: "DELETE FROM webhooks WHERE owner_id = ?1 AND id = ?2 RETURNING id",
   seqOf: "SELECT seq FROM webhook_deliveries WHERE webhook_id = ?1 AND id = ?2",
   page: `SELECT ${DELIVERY} FROM webhook_deliveries WHERE webhook_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`,
-  /** Most polls find nothing due: a read answers that without a write. Binds ?1–?3 as `claim` does. */
+  /** Most polls find nothing due: a read answers that without a write. */
   anyDue: `SELECT 1 AS due FROM webhooks w WHERE ${TAKING}
     AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE webhook_id = w.id AND next_attempt_at <= (?1 + 0)) LIMIT 1`,
   /**
-   * (now, circuit failures, circuit rest ms, lease end, count, per endpoint, busy as
-   * {"<endpoint id>": attempts in flight}): each endpoint's room (one while its circuit probes),
-   * its oldest due deliveries up to that room, then owner by owner in turn (an owner's endpoints
-   * in turn within it), oldest first in each turn (core/webhooks.ts, ClaimRequest).
+   * (now, circuit failures, rest ms, lease end, count, per endpoint, busy JSON): each endpoint's
+   * oldest due deliveries up to its room, then owner by owner in turn (core/webhooks.ts, ClaimRequest).
    */
   claim: `WITH busy AS (SELECT CAST(key AS INTEGER) AS webhook_id, value AS n FROM json_each(?7)),
     endpoints AS (
@@ -87,21 +73,17 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
     ON CONFLICT DO NOTHING`,
-  /**
-   * The pending count in steps along the endpoint-due index: (after webhook_id, next_attempt_at, seq; step - 1)
-   * gives the step's last entry, or none when fewer are left; `pendingRest` counts those.
-   */
+  /** (after webhook_id, next_attempt_at, seq; step - 1): a counting step's last entry, none past the end. */
   pendingStep: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
     ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
-  /** The same for the events waiting (each counted once), along their key: (after seq; step - 1). */
   eventsStep: "SELECT seq FROM webhook_events WHERE seq > ?1 ORDER BY seq LIMIT 1 OFFSET (?2 + 0)",
   eventsRest: "SELECT count(*) AS n FROM webhook_events WHERE seq > ?1",
   pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,
-  /** (created before, count): the oldest finished deliveries by their own index; attempts go by cascade. */
+  /** (created before, count): the oldest finished deliveries; attempts go by cascade. */
   pruneFinished: `DELETE FROM webhook_deliveries WHERE seq IN (
       SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < (?1 + 0)
       ORDER BY created_at LIMIT (?2 + 0)

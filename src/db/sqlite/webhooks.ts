@@ -9,7 +9,7 @@ import type {
 } from "../../core/stores";
 import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
-import type { Writer } from "./writer";
+import { countRows, type Writer } from "./writer";
 
 interface EndpointRow {
   id: number;
@@ -43,13 +43,10 @@ const toDelivery = (row: DeliveryRow): DeliveryListing => ({
   nextAttemptAt: row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt),
 });
 
-/** Due-index entries the pending count reads between two turns of the event loop: well under 1 ms. */
+/** Due-index entries the pending count reads per turn of the event loop. */
 const PENDING_STEP = 5_000;
 
-/**
- * Webhook endpoints and the outbox on SQLite. Every write is one statement through group commit;
- * the dispatcher's writes are bookkeeping, so they never take a client's place in the queue.
- */
+/** The dispatcher's writes are bookkeeping: they never take a client's place in the queue. */
 export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock: () => number): WebhookStore {
   const listOwn = sqlite.prepare<EndpointRow, [number]>(SQL.listOwn);
   const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
@@ -67,11 +64,9 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
   const anyEvent = sqlite.prepare<{ waiting: number }, [number]>(SQL.anyEvent);
-  const fanOutWrite = async (sql: string, params: number[]) =>
-    (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
   // A read first: most claims find no event to fan out, and then cost the writer nothing.
   const fanOutForClaim = (failures: number) => (count: number) =>
-    anyEvent.get(failures) ? fanOutWrite(SQL.fanOut, [count, failures]) : Promise.resolve(0);
+    anyEvent.get(failures) ? countRows(writes, SQL.fanOut, [count, failures]) : Promise.resolve(0);
 
   return {
     async register(ownerId, url, secret, max) {
@@ -82,16 +77,11 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       });
       return row ? { ...toEndpoint(row), secret } : undefined;
     },
-
     list: async (ownerId) => listOwn.all(ownerId).map(toEndpoint),
-
-    async remove(ownerId, id) {
-      return Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] }));
-    },
-
+    remove: async (ownerId, id) => Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] })),
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
-      await fanOutBeforeReading((count) => fanOutWrite(SQL.fanOutOwner, [ownerId, count]));
+      await fanOutBeforeReading((count) => countRows(writes, SQL.fanOutOwner, [ownerId, count]));
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
@@ -135,8 +125,8 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       await writes.run({ sql: SQL.recordAttempt, mode: "run", params: values }, { bookkeeping: true });
     },
 
-    // One count(*) of a large outbox held this thread for tens of ms (docs/decisions/0006-outbox-upkeep.md); in
-    // steps, other work runs between them. A row moved by a claim meanwhile may count twice or not.
+    // In steps, so other work runs between them (docs/decisions/0006-outbox-upkeep.md); a row a claim moves
+    // meanwhile may count twice or not.
     async pendingCount() {
       let counted = 0;
       let after = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
@@ -148,7 +138,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         await new Promise((resolve) => setImmediate(resolve));
       }
       counted += pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0;
-      // Plants whose deliveries are not written yet, each counted once (its endpoints unknown here).
+      // Events not fanned out yet, each counted once.
       for (let afterSeq = 0; ; ) {
         const last = eventsStep.get(afterSeq, PENDING_STEP - 1);
         if (!last) return counted + (eventsRest.get(afterSeq)?.n ?? 0);
@@ -157,15 +147,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         await new Promise((resolve) => setImmediate(resolve));
       }
     },
-
-    async pruneFinished(before, count) {
-      const gone = await writes.run<unknown[]>(
-        { sql: SQL.pruneFinished, mode: "all", params: [before, count] },
-        { bookkeeping: true },
-      );
-      return gone.length;
-    },
-
+    pruneFinished: (before, count) => countRows(writes, SQL.pruneFinished, [before, count]),
     async failedDeliveries(webhookId) {
       if (!endpointExists.get(webhookId)) return undefined;
       return failed.all(webhookId).map((row) => ({ ...toDelivery(row), lastError: row.lastError }));

@@ -3,19 +3,11 @@ import { statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import type { StoreFailureKind } from "../../core/failures";
 
-/** While writes fail for lack of space or I/O, a probe write is tried at most this often. */
 const PROBE_EVERY_MS = 1_000;
-/**
- * The room a probe wants before it tries its write while the store is out of space: a write of
- * one page fits in what a failed commit left of the WAL while clients' writes still fail, so the
- * write alone would turn readiness back on and off again.
- */
-export const PROBE_ROOM_BYTES = 256 * 1024;
+/** Room a probe wants while out of space: a page fits in the WAL a failed commit left, and would flap readiness. */
+const PROBE_ROOM_BYTES = 256 * 1024;
 
-/**
- * Bytes the database can still grow by: what the filesystem holds free for us, and what
- * `max_page_count` leaves (SQLITE_FULL means one or the other).
- */
+/** SQLITE_FULL means the filesystem or `max_page_count`: the least room either leaves. */
 function roomLeft(sqlite: Database): number {
   const pragma = (name: string) => (sqlite.query(`PRAGMA ${name}`).get() as Record<string, number> | null)?.[name] ?? 0;
   let room = (pragma("max_page_count") - pragma("page_count")) * pragma("page_size");
@@ -27,11 +19,8 @@ function roomLeft(sqlite: Database): number {
 }
 
 /**
- * Why writes are failing now, for readiness. A lasting problem (space, I/O, damage) is set by a
- * commit that fails for it, and lasts until a client's write commits or a probe does: so right
- * after a write fails for lack of space readiness says so, every time. Bookkeeping writes (a
- * token's last use, the dispatcher's) are small enough to fit where clients' writes do not, so
- * they clear nothing.
+ * Why writes fail now, for readiness: set by a commit that fails for it, cleared by a client's
+ * write or a probe; bookkeeping writes fit where clients' do not, so they clear nothing.
  */
 export function createWriteHealth(
   sqlite: Database,
@@ -47,7 +36,7 @@ export function createWriteHealth(
       problem = next;
       onChange?.(next, error);
     },
-    /** Whether a probe is due now: the problem is one the disk may recover from, and there is room. */
+    /** The disk may have recovered, and there is room. */
     probeDue(): boolean {
       const now = performance.now();
       if ((problem !== "full" && problem !== "io") || now - probedAt < PROBE_EVERY_MS) return false;

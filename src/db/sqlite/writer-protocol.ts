@@ -1,16 +1,12 @@
 import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
 import type { Steps, Write } from "./writer";
 
-/** What crosses between the main thread and the writer thread (writer-thread.ts, writer-worker.ts). */
 export type ToWriter =
   | { type: "init"; path: string; synchronous: string; lockTimeoutMs: number }
-  /** The writes queued in one turn of the main thread's event loop. */
   | { type: "writes"; writes: Array<{ id: number; write: Write | Steps; bookkeeping: boolean }> }
-  /** Writes are failing for lack of space or I/O: try a write that changes nothing. */
   | { type: "probe" }
   | { type: "close" };
 
-/** A failure as it crosses threads: its kind when it is the store's, its message and code. */
 export interface WireError {
   kind?: StoreFailureKind;
   message: string;

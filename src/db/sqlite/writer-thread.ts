@@ -6,13 +6,11 @@ import { type FromWriter, fromWire, type ToWriter } from "./writer-protocol";
 export interface WriterThreadOptions {
   path: string;
   synchronous: SynchronousMode;
-  /** Client writes waiting for their commit at once; past it a write is refused at once (MAX_IN_FLIGHT). */
   maxQueued: number;
   lockTimeoutMs: number;
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
-  /** Told when the thread dies or cannot open the file: its writes fail with 503; a later write starts a new one. */
   onCrash?: (error: unknown) => void;
-  /** The thread's script: writer-worker.ts; tests give one that dies. */
+  /** Tests give one that dies. */
   script?: URL;
 }
 
@@ -22,9 +20,7 @@ interface Waiting {
   counted: boolean;
 }
 
-/** After the writer thread dies, a new one is started by a write, at most this often. */
 const RESPAWN_EVERY_MS = 1_000;
-/** While writes fail for lack of space or I/O, the thread probes at most this often. */
 const PROBE_EVERY_MS = 1_000;
 
 /** The thread's script; in a compiled binary, under the path it has below src/ (package.json's build). */
@@ -33,9 +29,8 @@ const WORKER_URL = import.meta.url.includes("/$bunfs/")
   : new URL("./writer-worker.ts", import.meta.url);
 
 /**
- * Group commit on a writer thread with its own connection (docs/decisions/0001-group-commit.md):
- * commits and their fsyncs do not hold up the event loop. Each write still resolves only once its
- * commit is durable; the cap on queued writes is kept here, so a refusal costs no message.
+ * Group commit on a thread of its own (docs/decisions/0001-group-commit.md), so fsyncs do not hold
+ * up the event loop. The cap on queued writes is kept here, so a refusal costs no message.
  */
 export function startWriterThread(options: WriterThreadOptions): Writer {
   const waiting = new Map<number, Waiting>();
@@ -46,7 +41,6 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
   let problem: StoreFailureKind | undefined;
   let closed: (() => void) | undefined;
   let stopping = false;
-  // Started by the first write, not with the stores.
   let worker: Worker | undefined;
   let spawnedAt = Number.NEGATIVE_INFINITY;
 
@@ -55,13 +49,8 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     thread.onmessage = (event: MessageEvent<FromWriter>) => receive(event.data);
     thread.onerror = (event) => crashed(thread, event.error ?? new Error(event.message));
     thread.addEventListener("close", () => crashed(thread, new Error("the writer thread exited")));
-    const init: ToWriter = {
-      type: "init",
-      path: options.path,
-      synchronous: options.synchronous,
-      lockTimeoutMs: options.lockTimeoutMs,
-    };
-    thread.postMessage(init);
+    const { path, synchronous, lockTimeoutMs } = options;
+    thread.postMessage({ type: "init", path, synchronous, lockTimeoutMs } satisfies ToWriter);
     return thread;
   }
 
@@ -87,7 +76,6 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
         options.onHealthChange?.(problem, message.error && fromWire(message.error));
         return;
       case "open-failed":
-        // As a crash: the next write after the pause tries again with a new thread.
         if (worker) crashed(worker, fromWire(message.error));
         return;
       case "closed":
@@ -100,23 +88,18 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     for (const id of [...waiting.keys()]) settle(id, { ok: false, error });
   }
 
-  /** The thread died: its writes fail (a 503, never a hang); the next write after a pause starts another. */
+  /** Its writes fail (503, never a hang); the next write after RESPAWN_EVERY_MS starts another. */
   function crashed(thread: Worker, error: unknown) {
     if (thread !== worker) return;
     worker = undefined;
     thread.terminate();
     if (!stopping) options.onCrash?.(error);
-    // Writes not yet handed over fail with the rest and are never sent to a later thread.
     outbox = [];
     failAll(new StoreUnavailable("io", { cause: error }));
     closed?.();
   }
 
-  /**
-   * Hands the writes queued in this turn to the thread, starting one when none runs: run()
-   * admitted them only outside the pause after a crash. Called a turn after the write (never
-   * in a request's handler), so the first write does not hold up the answer it rides beside.
-   */
+  /** A turn after the write, so starting the thread does not hold up the answer it rides beside. */
   function send() {
     if (outbox.length === 0) return;
     const writes = outbox;
@@ -126,7 +109,6 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
       try {
         worker = spawn();
       } catch (error) {
-        // Thrown here it would escape the timer that calls send, not reach the writes' callers.
         options.onCrash?.(error);
         return failAll(new StoreUnavailable("io", { cause: error }));
       }
@@ -144,7 +126,6 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     return new Promise((resolve, reject) => {
       waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, counted: !bookkeeping });
       if (!bookkeeping) counted++;
-      // Writes queued in one turn of the event loop cross to the writer in one message.
       if (outbox.length === 0) setImmediate(send);
       outbox.push({ id, write, bookkeeping });
     });

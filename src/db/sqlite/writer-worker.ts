@@ -1,8 +1,4 @@
-/**
- * The writer thread: its own connection to the database file, running group commit, so the
- * fsync of every commit waits here while the main thread goes on answering reads from its
- * connection, which WAL allows.
- */
+/** The writer thread (writer-thread.ts): group commit on its own connection. */
 import { Database } from "bun:sqlite";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { statementRunner } from "./writer";
@@ -13,7 +9,6 @@ declare const self: Worker;
 let sqlite: Database | undefined;
 let commit: GroupCommit | undefined;
 let runStatement: ReturnType<typeof statementRunner> | undefined;
-/** Writes received and not yet answered: closing waits for them. */
 let unanswered = 0;
 let closing = false;
 let answers: Extract<FromWriter, { type: "done" }>["results"] = [];
@@ -36,9 +31,9 @@ function sendAnswers() {
 
 function open(init: Extract<ToWriter, { type: "init" }>) {
   try {
-    // Never creates the file: one that is gone is a failure to report, not a new empty store.
+    // A file that is gone is a failure, not a new empty store.
     sqlite = new Database(init.path, { readwrite: true, create: false, strict: true });
-    // Per connection: the main thread set these on its own; WAL is the file's and already on.
+    // Per connection; WAL is the file's and already on.
     sqlite.run(`PRAGMA synchronous = ${init.synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
     runStatement = statementRunner(sqlite);
@@ -70,8 +65,7 @@ function write({ writes }: Extract<ToWriter, { type: "writes" }>) {
 }
 
 function close() {
-  // `true` finalizes the statements and lets go of the connection now: left to be collected, it
-  // would hold the WAL and the main thread's final checkpoint would find the database busy.
+  // `true` lets go now: left to be collected, it would hold the WAL and fail the final checkpoint.
   try {
     sqlite?.close(true);
   } catch {

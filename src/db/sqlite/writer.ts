@@ -2,39 +2,32 @@ import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import type { StoreFailureKind } from "../../core/failures";
 import { createGroupCommit, type GroupCommitOptions } from "./group-commit";
 
-/** One write: a statement of queries.ts, how its result is read, and its parameters. */
+/** A write is data, not a closure, so it can cross to the writer thread. */
 export interface Write {
   sql: string;
   mode: "get" | "all" | "run";
   params: SQLQueryBindings[];
-  /** Integers read back as bigints (a plant's id past 2^53); others as numbers. */
+  /** Integers read back as bigints (a plant's id past 2^53). */
   exact?: boolean;
 }
 
-/**
- * Statements that stand or fall together (a keyed create: the plant and its kept answer): run
- * in a savepoint of the group transaction, so one that fails undoes the others and no more;
- * the last one's result is the answer.
- */
+/** Statements that stand or fall together, in a savepoint; the last one's result is the answer. */
 export interface Steps {
   steps: Write[];
 }
 
-/**
- * Where the stores send their writes: group commit, on a writer thread of its own for a file
- * (writer-thread.ts, docs/decisions/0001-group-commit.md) or on this thread for `:memory:`,
- * which no other connection can open. A write is data, not a closure, so it can cross threads.
- */
+/** Counts the rows a bookkeeping `… RETURNING` write returns. */
+export const countRows = async (writes: Writer, sql: string, params: SQLQueryBindings[]) =>
+  (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
+
+/** Group commit: on a writer thread for a file (writer-thread.ts), on this one for `:memory:`. */
 export interface Writer {
-  /** Runs `write` in the next group transaction; resolves once it is committed. */
+  /** Resolves once committed; `bookkeeping` writes are not counted against the cap. */
   run<T = unknown>(write: Write | Steps, options?: { bookkeeping?: boolean }): Promise<T>;
-  /** Why writes are failing now (space, I/O, damage), if they are; probes while it lasts. */
   problem(): StoreFailureKind | undefined;
-  /** Waits for the writes queued, then lets go of the writer's connection. */
   close(): Promise<void>;
 }
 
-/** Runs writes on `sqlite`, each statement prepared once. */
 export function statementRunner(sqlite: Database) {
   const prepared = new Map<string, Statement>();
   const runOne = ({ sql, mode, params, exact = false }: Write): unknown => {
@@ -67,7 +60,6 @@ export function statementRunner(sqlite: Database) {
   };
 }
 
-/** Group commit on the caller's own connection and thread. */
 export function inThreadWriter(sqlite: Database, options: GroupCommitOptions): Writer {
   const runStatement = statementRunner(sqlite);
   const commit = createGroupCommit(sqlite, options);

@@ -1,0 +1,51 @@
+// What both engines' plant stores share.
+import type { Plant } from "../core/plant";
+import { type PlantChange, type PlantFilter, type PlantPage, trimToPage } from "../core/stores";
+
+/** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
+const BOUNDARY_STEP = 10_000;
+
+/** The four filter shapes, each its own statement: with or without a cursor, with or without a tag. */
+export const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
+export const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
+
+/** (owner, id, set name?, name, set tag?, tag), then for a conditional update the expected name and tag. */
+export function updateParams(ownerId: number, id: bigint, { name, tag }: PlantChange, expected?: Plant) {
+  const params = [ownerId, id, name !== undefined, name ?? null, tag !== undefined, tag ?? null];
+  return expected ? [...params, expected.name, expected.tag ?? null] : params;
+}
+
+/** A page of `rows` (count + 1 read, to tell `more`), cut at `upTo`. */
+export function toPage<Row>(
+  rows: Row[],
+  count: number,
+  upTo: bigint | undefined,
+  withIds: boolean | undefined,
+  idOf: (row: Row) => bigint,
+  toPlant: (row: Row) => Plant,
+): PlantPage {
+  const { more, lastId } = trimToPage(rows, count, upTo, idOf);
+  const ids = withIds ? rows.map(idOf) : undefined; // before toPlant, which may drop them
+  return { plants: rows.map(toPlant), ids, lastId, more };
+}
+
+/** PlantStore.nthId: walks `ids` (up to `limit` after the filter's cursor) in steps, yielding between them. */
+export async function nthId(
+  filter: PlantFilter,
+  count: number,
+  ids: (filter: PlantFilter, limit: number) => Promise<bigint[]> | bigint[],
+) {
+  if (count <= 0) return undefined;
+  let after = filter.after;
+  let left = count;
+  for (;;) {
+    const step = Math.min(left, BOUNDARY_STEP);
+    const found = await ids({ ...filter, after }, step + 1);
+    if (found.length < step) return undefined;
+    left -= step;
+    const last = found[step - 1] as bigint;
+    if (left === 0) return { id: last, more: found.length > step };
+    after = last;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
