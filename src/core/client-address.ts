@@ -38,9 +38,8 @@ function isTrusted(address: Address, trusted: TrustedProxies): boolean {
 }
 
 /**
- * From a trusted proxy, the right-most X-Forwarded-For address that is not a trusted proxy (the
- * left-most when all are); from any other peer the header is ignored. A malformed entry stops the
- * walk: nothing further left can be told from a forgery. Normalised, so one client has one spelling.
+ * From a trusted proxy, the right-most X-Forwarded-For address not itself trusted (else the
+ * left-most); otherwise the peer. A malformed entry stops the walk: beyond it all may be forged.
  */
 export function clientAddress(
   peer: string | undefined,

@@ -11,8 +11,7 @@ export const systemTimers: Timers = {
 
 /**
  * A turn of the event loop between a stream's chunks: Bun pulls again as soon as the socket takes
- * the bytes, so without it a long list holds every other request (`bun bench/big-list.ts`).
- * setImmediate, as setTimeout(0) waits at least 1 ms.
+ * the bytes, so a long list would hold every other request. setTimeout(0) waits at least 1 ms.
  */
 export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 

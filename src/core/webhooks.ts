@@ -43,9 +43,8 @@ export interface AttemptRecord {
 }
 
 /**
- * At most `count` due deliveries, leased for `leaseMs`: at most `perEndpoint` per endpoint counting
- * this instance's attempts in flight (`busy`, by endpoint id), owners in turn, and nothing from a
- * failing endpoint (the circuit, src/webhooks/rules.ts) until it has rested.
+ * At most `count` due deliveries leased for `leaseMs`, owners in turn: `perEndpoint` per endpoint with
+ * this instance's attempts in flight (`busy`) counted, none from a resting endpoint (webhooks/rules.ts).
  */
 export interface ClaimRequest {
   count: number;
@@ -85,9 +84,8 @@ export async function fanOutBeforeReading(fanOut: (count: number) => Promise<num
 }
 
 /**
- * Webhook endpoints and their outbox. A created plant writes one event (a trigger, in the plant's
- * transaction) when its owner has an enabled endpoint; claims and log reads fan events out into
- * one delivery per endpoint, off the request's path.
+ * Webhook endpoints and their outbox: a created plant writes one event (decision 0009), which claims
+ * and log reads fan out into one delivery per endpoint, off the request's path.
  */
 export interface WebhookStore {
   /** Undefined when the owner already has `max` endpoints. */

@@ -114,11 +114,9 @@ async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unkn
 const UNREAD = Symbol("unread body");
 
 /**
- * Route hooks for a JSON object body, read only once the caller is authenticated: Elysia's `parse`
- * runs before the auth `derive`, so it reads nothing, and `transform` (after auth, before
- * validation) reads it. The object check is here because validation sees a normalised value, where
- * an array already looks like an object. The trailing "json" never runs; it names the media type
- * for OpenAPI.
+ * Route hooks for a JSON object body, read only after auth: `parse` (before the auth `derive`)
+ * reads nothing, `transform` reads it. Arrays are refused here: validation sees them normalised
+ * into objects. The trailing "json" only names the media type for OpenAPI.
  */
 export function jsonBody(limits: BodyLimits) {
   return {

@@ -1,8 +1,5 @@
-/*
- * Elysia finds the path by searching for "/" from index 11 of the URL Bun builds from the Host
- * header. A missing or invalid Host gives a bare path, and a 1-3 character host puts the path's
- * slash before index 11: such requests are re-addressed to a fixed host (the app never reads Host).
- */
+// Elysia finds the path by searching for "/" from index 11 of the URL Bun builds from Host. A bare
+// path (no valid Host) or a 1-3 character host breaks that: such requests get a fixed host.
 const ROUTABLE_ORIGIN = /^https?:\/\/(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?\//;
 const MIN_PATH_START = 11;
 

@@ -48,10 +48,9 @@ export async function shortPage(
 }
 
 /**
- * A list longer than one chunk, streamed one keyset step per pull: memory stays at a chunk or two,
- * and a slow reader holds back only its own answer. With a limit, the page's last plant is found
- * first, so the `next` link can be sent and a plant deleted meanwhile never repeats on the next page.
- * A fault after the status went out aborts the stream (a cut-off body).
+ * A list longer than one chunk, streamed a keyset step per pull. With a limit, the page's last plant
+ * is found first, so the `next` link goes out with the status and no plant repeats on the next page.
+ * A fault after the status aborts the stream (a cut-off body).
  */
 export async function longList(plants: PlantStore, request: ListRequest): Promise<Plant[] | Response> {
   const { ownerId, filter, limit, fields } = request;

@@ -28,9 +28,8 @@ export interface DispatcherOptions {
 }
 
 /**
- * Sends due deliveries in the background (a create only wakes it): claims a leased batch fairly
- * (ClaimRequest), attempts each, records it. Database failures are logged once per streak and
- * retried at the next poll; an attempt whose record fails is made again after its lease.
+ * Sends due deliveries in the background: claims a leased batch fairly, attempts and records each.
+ * Database failures are logged once per streak; an attempt whose record fails goes again after its lease.
  */
 export function createDispatcher({
   store,

@@ -6,10 +6,8 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 export const CONNECT_TIMEOUT_MS = 3_000;
 /** Dispatcher slots one endpoint holds at most, however many deliveries it has or however long it hangs. */
 export const PER_ENDPOINT = 4;
-/**
- * The circuit: an endpoint whose last CIRCUIT_FAILURES attempts failed rests CIRCUIT_REST_MS, then
- * takes one attempt at a time until a 2xx closes it. Kept in the database for every instance.
- */
+// The circuit (kept in the database for every instance): after CIRCUIT_FAILURES failures in a row
+// an endpoint rests CIRCUIT_REST_MS, then takes one attempt at a time until a 2xx closes it.
 export const CIRCUIT_FAILURES = 5;
 export const CIRCUIT_REST_MS = 30_000;
 /** Deliveries share the API's thread (docs/decisions/0008-webhook-budget.md). */

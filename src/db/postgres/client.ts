@@ -46,9 +46,8 @@ export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATI
 }
 
 /**
- * Drizzle's migrator, under an advisory lock it does not take itself: instances starting together
- * would each create the tables. An up-to-date database (rows are recorded with the migration's
- * own transaction) takes no lock. A schema not ours, or newer, is refused.
+ * Drizzle's migrator under an advisory lock, so instances starting together do not each create the
+ * tables; an up-to-date database takes no lock. A schema not ours, or newer, is refused.
  */
 export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<Migration[]> {
   const seen = await migrationStatus(client, migrations);

@@ -2,11 +2,9 @@ import { StoreUnavailable } from "../../core/failures";
 import { systemTimers, type Timers } from "../../core/timers";
 
 /**
- * A client-side deadline on every store call: `statement_timeout` is the server's, so a frozen or
- * cut-off server would hold a request forever. A late call's query may still run, so a retried
- * write is called safe, not "nothing was changed". Once `maxOverdue` calls (the pool's size) are
- * overdue every connection is held, so new calls fail at once rather than queue for the outage;
- * past `maxInFlight` (MAX_IN_FLIGHT) a call is refused with `capacity`.
+ * A client-side deadline on every store call: a frozen server would hold a request forever (a late
+ * query may still run). With `maxOverdue` (the pool's size) overdue, new calls fail at once rather
+ * than queue for the outage; past `maxInFlight` a call is refused with `capacity`.
  */
 export function createDeadline(
   deadlineMs: number,

@@ -45,10 +45,9 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
 }
 
 /**
- * Creates that arrive together go as one INSERT (groups.ts; with a keyed one, IDEMPOTENCY_SQL).
- * A repeat of an (owner, id) in a group gets undefined, as one after the other would; when either
- * is keyed it waits for the next group, so its answer is kept as given. A group failing on one
- * row's data is run again one by one, so only that create fails.
+ * Creates that arrive together go as one INSERT. A repeated (owner, id) gets undefined, as in turn;
+ * if either is keyed it waits for the next group. A group failing on one row's data runs again one
+ * by one, so only that create fails.
  */
 export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
   async function insertRows(creates: Create[]): Promise<unknown[]> {

@@ -19,11 +19,9 @@ export interface GroupOptions {
 }
 
 /**
- * Calls that arrive together go to PostgreSQL as one statement (docs/decisions/0002): a call goes
- * out at once when a slot is free; those queued while it is busy leave together, in arrival order.
- * `run` answers every call of its group. One statement held up (a row lock, a stalled disk) must
- * not hold every later call, so after `stallMs` it gives up its slot, up to `maxRunning` at once
- * (50 ms: far above a statement's usual time, far below the statement timeout).
+ * Calls that arrive together go as one statement (decision 0002), in arrival order; `run` answers
+ * each. A statement held up (a row lock, a stalled disk) gives up its slot after `stallMs`, up to
+ * `maxRunning` at once, so it cannot hold every later call.
  */
 export function createGroups<Item, Result>(
   run: (group: Array<Waiting<Item, Result>>) => Promise<void>,

@@ -2,11 +2,8 @@ import { getTableColumns } from "drizzle-orm";
 import type { PlantFilter } from "../../core/stores";
 import { plants } from "./schema";
 
-/*
- * The engine's statements, run with `client.unsafe(text, params)`; int8 comes back as decimal text.
- * A group goes as one JSON array sent as text (`$1::text::json`): the driver would encode a string
- * given for a json parameter once more.
- */
+// Run with `client.unsafe(text, params)`; int8 comes back as decimal text. A group is one JSON
+// array sent as text (`$1::text::json`): the driver would encode a json parameter's string again.
 
 /** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
 export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
@@ -124,9 +121,8 @@ export const IDEMPOTENCY_SQL = {
 };
 
 /**
- * Takes up to n from each bucket ($1 keys, $2 n each, as comma lists; $3 perMinute, $4 now ms,
- * $5 refill per ms). Rows are locked in key order, so instances never deadlock and no take is lost.
- * A key whose row another instance created meanwhile gets no answer and is asked again.
+ * Takes up to $2 from each bucket $1 (comma lists; $3 per minute, $4 now ms, $5 refill per ms), locked
+ * in key order so instances never deadlock. A row another instance just created gets no answer: ask again.
  */
 const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
 export const RATE_LIMIT_SQL = {

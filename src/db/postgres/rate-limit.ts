@@ -39,11 +39,9 @@ export interface LimiterOptions {
 }
 
 /**
- * The per-token budget shared by every instance (docs/decisions/0007-postgres-rate-limit.md): an
- * instance takes a share of the shared bucket at a time and spends it in memory, so a token may
- * get N × (share − 1) requests more or fewer across N instances. The limit must not stop the
- * service: a request waits at most `waitMs`, then goes ahead unchecked, and a failed ask grants a
- * share. The app's clock is used so tests can move time; `remaining` is this instance's estimate.
+ * The per-token budget shared by every instance, taken in shares spent in memory (decision 0007).
+ * It never stops the service: a request waits at most `waitMs`, then goes ahead unchecked, and a
+ * failed ask grants a share. `remaining` is this instance's estimate.
  */
 export function createPostgresRateLimiter(
   client: SQL,

@@ -58,9 +58,8 @@ function countRows(path: string): Record<string, number> {
 }
 
 /**
- * `VACUUM INTO` is one read transaction: the committed state at one instant, while the server
- * writes on. The copy is synced (SQLite does not) under a temporary name, then linked into place,
- * so a crash never leaves a half copy under `target`.
+ * `VACUUM INTO` copies one instant while the server writes on; the copy is synced under a temporary
+ * name and linked into place, so a crash never leaves a half copy under `target`.
  */
 export function backupDatabase(sqlite: Database, target: string): BackupResult {
   const file = resolve(target);

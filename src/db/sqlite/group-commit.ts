@@ -27,10 +27,9 @@ const MAX_LOCK_POLL_MS = 50;
 const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]);
 
 /**
- * Group commit (docs/decisions/0001-group-commit.md): writes that arrive together share one
- * transaction and fsync, and each resolves once it is durable. A failed write (one statement or
- * savepoint) is undone alone; an error that ends the transaction (disk full, I/O) fails the batch.
- * Another connection's write lock is waited for on a timer, never by blocking the event loop.
+ * Group commit (decision 0001): writes that arrive together share one transaction and fsync. A
+ * failed write is undone alone (a savepoint); one that ends the transaction (disk full, I/O) fails
+ * the batch. Another connection's lock is waited for on a timer, never blocking the event loop.
  */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
   const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;

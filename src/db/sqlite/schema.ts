@@ -78,8 +78,7 @@ export const webhooks = sqliteTable(
 );
 
 /**
- * A created plant whose owner has an enabled endpoint, written by a trigger in the plant's own
- * statement (drizzle/sqlite/0007); claims fan events out into deliveries off the request's path.
+ * A created plant to fan out (decision 0009), written by a trigger in the plant's statement.
  * Endpoints newer than `last_webhook_id` get nothing. No AUTOINCREMENT: it writes sqlite_sequence.
  */
 export const webhookEvents = sqliteTable(
