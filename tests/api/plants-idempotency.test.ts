@@ -27,14 +27,18 @@ async function plantIds(t: TestApp, token: string): Promise<string> {
 function heldCreates() {
   let release = () => {};
   let gate: Promise<void> | undefined;
+  let reached = Promise.withResolvers<void>();
   let failNext = false;
   return {
     hold() {
       gate = new Promise((resolve) => {
         release = resolve;
       });
+      reached = Promise.withResolvers<void>();
     },
     release: () => release(),
+    /** Settles once a create has reached the store (and waits at the gate, when held). */
+    reached: () => reached.promise,
     failOnce() {
       failNext = true;
     },
@@ -47,6 +51,7 @@ function heldCreates() {
             failNext = false;
             throw new StoreUnavailable("busy");
           }
+          reached.resolve();
           await gate;
           return stores.plants.createPlantOnce(ownerId, plant, keyed);
         },
@@ -154,6 +159,7 @@ describe(`Idempotency-Key on POST /plants (${ENGINE})`, () => {
     held.hold();
     const first = post(t, token, '{"id":1,"name":"Fern"}', "slow");
     // The first is parked in the store; the second comes while it is.
+    await held.reached();
     const second = await post(t, token, '{"id":1,"name":"Fern"}', "slow");
     expect(await expectError(second, 409)).toContain("Idempotency-Key");
     expect(second.headers.get("retry-after")).toBe("1");
