@@ -165,7 +165,8 @@ const SHAPE_SQL = `
   ) items(item)`;
 
 /**
- * The tables a test wrote to: any that has a page. Those are truncated, which leaves them as a
+ * The tables a test wrote to: any that has a page. Those are truncated (with the tables that
+ * refer to them, which TRUNCATE requires), which leaves them as a
  * copy of the template has them, rows in insertion order included (a DELETE would let new rows
  * take the freed space, and queries without a full ORDER BY would see another order).
  */
@@ -212,7 +213,7 @@ async function emptied(pool: SQL): Promise<boolean> {
       // Never wait on a lock something left behind: such a database is left behind too.
       await tx`SET LOCAL lock_timeout = '2s'`;
       const [{ tables }] = (await tx.unsafe(USED_TABLES_SQL)) as [{ tables: string | null }];
-      if (tables !== null) await tx.unsafe(`TRUNCATE ${tables}`);
+      if (tables !== null) await tx.unsafe(`TRUNCATE ${tables} CASCADE`);
       await tx.unsafe(restartSequences as string);
     });
     return true;
