@@ -10,6 +10,7 @@
  *
  * Plain `bun test` stays the fast SQLite-only loop.
  */
+import { existsSync } from "node:fs";
 import type { Subprocess } from "bun";
 import { startCluster } from "./pg-cluster";
 import { provision } from "./provision";
@@ -25,6 +26,58 @@ interface RunResult {
   ok: boolean;
 }
 const TEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Test files that never touch the engine under test: their servers and CLI runs are on SQLite
+ * files whatever the run, or they read documents and pure functions only. The PostgreSQL run
+ * leaves them to the SQLite run, which they would only repeat (a minute of its time). A file
+ * here must not ask which engine it is on; the run refuses to start if one does.
+ */
+const SQLITE_RUN_ONLY = [
+  "tests/process/browser.test.ts",
+  "tests/process/crash.test.ts",
+  "tests/process/full-disk.test.ts",
+  "tests/process/hardening.test.ts",
+  "tests/process/limits.test.ts",
+  "tests/process/openapi-client.test.ts",
+  "tests/process/openapi-file.test.ts",
+  "tests/process/openapi-linters.test.ts",
+  "tests/process/readme-webhooks.test.ts",
+  "tests/process/server.test.ts",
+  "tests/process/shutdown.test.ts",
+  "tests/unit/client-address.test.ts",
+  "tests/unit/config.test.ts",
+  "tests/unit/deadline.test.ts",
+  "tests/unit/docs-links.test.ts",
+  "tests/unit/groups.test.ts",
+  "tests/unit/logger.test.ts",
+  "tests/unit/plant-model.test.ts",
+  "tests/unit/pruner.test.ts",
+  "tests/unit/webhook-address.test.ts",
+  "tests/unit/webhook-send.test.ts",
+  "tests/unit/webhook-signing.test.ts",
+];
+/** What a file that does depend on the engine uses (tests/support/helpers.ts, webhook-servers.ts). */
+const ENGINE_AWARE =
+  /\b(ENGINE|onPostgres|onSqlite|makeTestApp|freshStores|TEST_DATABASE\w*|\w*Postgres\w*)\b|webhook-servers/;
+
+/**
+ * The files the PostgreSQL run gives bun test: every test file but SQLITE_RUN_ONLY's, unless the
+ * arguments name files or folders of their own (then those, as given).
+ */
+async function postgresFiles(args: string[]): Promise<string[]> {
+  if (args.some((arg) => !arg.startsWith("-") && existsSync(arg))) return [];
+  const files: string[] = [];
+  for await (const file of new Bun.Glob("tests/**/*.test.ts").scan(".")) {
+    if (!SQLITE_RUN_ONLY.includes(file)) files.push(`./${file}`);
+  }
+  for (const file of SQLITE_RUN_ONLY) {
+    if (ENGINE_AWARE.test(await Bun.file(file).text())) {
+      throw new Error(`${file} asks which engine it is on: take it out of SQLITE_RUN_ONLY in scripts/test.ts`);
+    }
+  }
+  return files.sort();
+}
 // A run that produced no summary of its own (setup failed, or bun test died) counts as one failure.
 const NO_SUMMARY: RunResult = { passed: 0, failed: 1, ok: false };
 
@@ -138,7 +191,8 @@ function testEnv(extra: Record<string, string>): Record<string, string | undefin
   }
   // The full run digs deeper into hostile input than the fast loop (tests/support/hostile-arbitraries.ts).
   env.HOSTILE_RUNS ??= "300";
-  // And it drives Swagger UI in Chromium, which the fast loop leaves out (tests/process/browser.test.ts).
+  // And it drives Swagger UI in Chromium, which the fast loop leaves out (tests/process/browser.test.ts;
+  // on SQLite only, SQLITE_RUN_ONLY).
   env.TEST_BROWSER ??= "1";
   // Piped output loses bun test's colours; keep them when a person is watching.
   if (process.stdout.isTTY && env.NO_COLOR === undefined) env.FORCE_COLOR ??= "1";
@@ -158,7 +212,7 @@ async function postgresRun(args: string[], prefix: string): Promise<RunResult> {
   try {
     if (interrupted) return NO_SUMMARY;
     const env = testEnv({ TEST_DATABASE: "postgres", TEST_DATABASE_URL: cluster.url });
-    return await bunTest("postgres", env, args, prefix);
+    return await bunTest("postgres", env, [...args, ...(await postgresFiles(args))], prefix);
   } finally {
     const stopping = performance.now();
     await cluster.stop();

@@ -106,7 +106,8 @@ let browser: Browser | undefined;
 
 /**
  * Chromium takes a good 20 s of a two-core machine here: `bun run test` runs this file
- * (TEST_BROWSER=1, on both engines); the fast loop, plain `bun test`, leaves it out.
+ * (TEST_BROWSER=1, in its SQLite run: the servers here are on SQLite files whatever the run);
+ * the fast loop, plain `bun test`, leaves it out.
  */
 const browserRun = process.env.TEST_BROWSER === "1";
 

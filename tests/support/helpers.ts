@@ -10,6 +10,7 @@ import { createPostgresStores, guardOf } from "../../src/db/postgres/stores";
 import { type AppDatabase, openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
 import type { Resolver } from "../../src/webhooks/send";
+import { until } from "./until";
 import { userWithToken } from "./users";
 
 export const BASE = "http://localhost";
@@ -22,22 +23,48 @@ export const onPostgres = ENGINE === "postgres";
 /** Stores opened by a test: closed after it (tests/setup.ts), so connections never pile up. */
 export const openedStores = new Set<Stores>();
 
+let admin: SQL | undefined;
 let templateReady: Promise<string> | undefined;
+/** The template's schema digest (shapeOf): a database handed out again must still have it. */
+let templateShape: string | undefined;
+/** The statement that puts the sequences of a database of the template's shape back at their start. */
+let restartSequences: string | undefined;
 let databases = 0;
+
+function clusterUrl(): string {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
+  return url;
+}
+
+/**
+ * One connection to the cluster's `postgres` database for the helpers' own statements (CREATE
+ * DATABASE, who is connected where), kept for the run: a new connection costs about as much as
+ * a database copy on a busy machine. Closed at the end (tests/support/setup.ts).
+ */
+function adminSession(): SQL {
+  admin ??= new SQL(clusterUrl(), { max: 1 });
+  return admin;
+}
+
+export async function closeAdminSession(): Promise<void> {
+  const session = admin;
+  admin = undefined;
+  await session?.close();
+}
 
 /** A migrated template database, made once per test process; each test copies it (about 70 ms). */
 function postgresTemplate(): Promise<string> {
   templateReady ??= (async () => {
-    const url = process.env.TEST_DATABASE_URL;
-    if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
-    const admin = new SQL(url, { max: 1 });
+    const url = clusterUrl();
     const name = `plants_template_${process.pid}`;
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name}`);
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-    await admin.close();
+    await adminSession().unsafe(`DROP DATABASE IF EXISTS ${name}`);
+    await adminSession().unsafe(`CREATE DATABASE ${name}`);
     const target = postgresTarget(withDatabaseName(url, name));
     const { client } = connect(target, 1);
     await migrate(client);
+    templateShape = await shapeOf(client);
+    [{ script: restartSequences }] = (await client.unsafe(RESTART_SEQUENCES_SQL)) as [{ script: string }];
     await client.close();
     return name;
   })();
@@ -49,6 +76,9 @@ function withDatabaseName(url: string, name: string): string {
   parsed.pathname = `/${name}`;
   return parsed.toString();
 }
+
+/** The pool of the stores freshStores opens on PostgreSQL (the service's default is 10). */
+const TEST_POOL_SIZE = 4;
 
 export function postgresTarget(url: string) {
   return { engine: "postgres" as const, url, poolSize: 10, connectTimeoutMs: 5_000, statementTimeoutMs: 10_000 };
@@ -109,26 +139,115 @@ export function eachRecordedPlantStore(seed: (store: RecordedPlantStore) => Prom
   return current;
 }
 
+/**
+ * Databases of tests that are over, which nothing is connected to any more: freshStores hands
+ * them out again, emptied, before it makes a new copy. A copy (CREATE DATABASE, then the first
+ * connections to it, which build its catalog caches) costs several times what emptying one does.
+ */
+const reusable: string[] = [];
+/** The database of each store freshStores opened, offered for reuse once the test has closed the store. */
+const databaseOf = new WeakMap<Stores, string>();
+
+/**
+ * A digest of a database's schema: its relations (and their column counts), triggers, functions
+ * and settings. A test that changed any of them (a refusing trigger, a dropped table) leaves a
+ * database that is not handed out again.
+ */
+const SHAPE_SQL = `
+  SELECT md5(coalesce(string_agg(item, ',' ORDER BY item), '')) AS shape FROM (
+    SELECT format('%s %s %s', c.relname, c.relkind, c.relnatts) FROM pg_class c
+      WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace)
+    UNION ALL SELECT format('%s %s %s', tgname, tgrelid::regclass, tgenabled) FROM pg_trigger
+    UNION ALL SELECT format('%s %s', proname, pronargs) FROM pg_proc
+      WHERE pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+    UNION ALL SELECT array_to_string(setconfig, ' ') FROM pg_db_role_setting
+      WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+  ) items(item)`;
+
+/**
+ * The tables a test wrote to: any that has a page. Those are truncated (with the tables that
+ * refer to them, which TRUNCATE requires), which leaves them as a
+ * copy of the template has them, rows in insertion order included (a DELETE would let new rows
+ * take the freed space, and queries without a full ORDER BY would see another order).
+ */
+const USED_TABLES_SQL = `
+  SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') AS tables FROM pg_tables
+  WHERE schemaname = 'public' AND pg_relation_size(format('%I.%I', schemaname, tablename)) > 0`;
+
+/** What puts every sequence back at its start, as the template has it (a failed insert may have moved one). */
+const RESTART_SEQUENCES_SQL = `
+  SELECT 'SELECT ' || string_agg(format('setval(%L, %s, false)', format('%I.%I', schemaname, sequencename), start_value), ', ')
+    AS script FROM pg_sequences WHERE schemaname = 'public'`;
+
+async function shapeOf(session: SQL): Promise<string> {
+  return ((await session.unsafe(SHAPE_SQL)) as [{ shape: string }])[0].shape;
+}
+
+/**
+ * After the test that used it has closed `stores`: offers their database for reuse, once no
+ * connection to it is left (a session the test forgot could otherwise write into the next test's
+ * data). One still connected a moment later is left behind.
+ */
+export async function offerForReuse(stores: Stores): Promise<void> {
+  const name = databaseOf.get(stores);
+  if (name === undefined) return;
+  databaseOf.delete(stores);
+  const connected = async () =>
+    (
+      (await adminSession()`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${name}`) as [{ n: number }]
+    )[0].n;
+  // A closed pool's server processes take a moment to go.
+  const left = await until(connected, { holds: (n) => n === 0, timeoutMs: 500, intervalMs: 10 }).catch(() => 1);
+  if (left === 0) reusable.push(name);
+}
+
+/**
+ * Empties a database a test left for reuse (as a copy of the template has it: no rows,
+ * sequences at their start) through the pool the next test will use; false, leaving it as it was, if its schema is
+ * no longer the template's or a lock is still held on it.
+ */
+async function emptied(pool: SQL): Promise<boolean> {
+  try {
+    if ((await shapeOf(pool)) !== templateShape) return false;
+    await pool.begin(async (tx) => {
+      // Never wait on a lock something left behind: such a database is left behind too.
+      await tx`SET LOCAL lock_timeout = '2s'`;
+      const [{ tables }] = (await tx.unsafe(USED_TABLES_SQL)) as [{ tables: string | null }];
+      if (tables !== null) await tx.unsafe(`TRUNCATE ${tables} CASCADE`);
+      await tx.unsafe(restartSequences as string);
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A pool on a migrated database with no rows: one a test left for reuse, emptied, else a new copy. */
+async function emptyPool(target: ReturnType<typeof postgresTarget>): Promise<SQL> {
+  for (let name = reusable.pop(); name !== undefined; name = reusable.pop()) {
+    target.url = withDatabaseName(clusterUrl(), name);
+    const { client } = connect(target);
+    if (await emptied(client)) return client;
+    await client.close();
+  }
+  target.url = await freshPostgresDatabase();
+  return connect(target).client;
+}
+
 /** A fresh, migrated PostgreSQL database copied from the template; its URL. */
 export async function freshPostgresDatabase(): Promise<string> {
   const template = await postgresTemplate();
-  const url = process.env.TEST_DATABASE_URL as string;
+  const url = clusterUrl();
   const name = `plants_test_${process.pid}_${++databases}`;
-  const admin = new SQL(url, { max: 1 });
-  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-  await admin.close();
+  await adminSession().unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
   return withDatabaseName(url, name);
 }
 
 /** A fresh, empty PostgreSQL database (no schema at all) on the test cluster; its URL. */
 export async function emptyPostgresDatabase(): Promise<string> {
-  const url = process.env.TEST_DATABASE_URL;
-  if (!url) throw new Error("TEST_DATABASE=postgres needs TEST_DATABASE_URL (bun run test provides both)");
   const name = `plants_empty_${process.pid}_${++databases}`;
-  const admin = new SQL(url, { max: 1 });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  await admin.close();
-  return withDatabaseName(url, name);
+  await adminSession().unsafe(`CREATE DATABASE ${name}`);
+  return withDatabaseName(clusterUrl(), name);
 }
 
 /** Stores on a fresh database of the engine under test. */
@@ -144,12 +263,16 @@ export async function freshStores(options: {
   wrapPostgresClient?: (client: SQL) => SQL;
 }) {
   if (onPostgres) {
-    const target = postgresTarget(await freshPostgresDatabase());
+    // Bun opens a pool's every connection at its first query, and a connection costs a server
+    // process: ten per test were most of a test's time on a busy machine. Four still let a
+    // test's requests overlap, and the deadline guard is told the same size (guardOf).
+    const target = { ...postgresTarget(""), poolSize: TEST_POOL_SIZE };
     if (options.statementTimeoutMs !== undefined) target.statementTimeoutMs = options.statementTimeoutMs;
-    const { client: pool } = connect(target);
+    const pool = await emptyPool(target);
     const client = options.wrapPostgresClient?.(pool) ?? pool;
     const stores = createPostgresStores(client, { ...options, ...guardOf(target), maxInFlight: options.maxQueued });
     openedStores.add(stores);
+    databaseOf.set(stores, new URL(target.url).pathname.slice(1));
     return {
       stores,
       sqlite: undefined as unknown as Database,
