@@ -32,10 +32,7 @@ export interface PlantPage {
 }
 
 /** A field left out stays as it is; `tag: null` removes the tag. */
-export interface PlantChange {
-  name?: string;
-  tag?: string | null;
-}
+export type PlantChange = { [Field in keyof Plant]?: Plant[Field] | null };
 
 /** An owner's plants; every call is scoped to one owner. */
 export interface PlantStore {

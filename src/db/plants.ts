@@ -9,10 +9,15 @@ const BOUNDARY_STEP = 10_000;
 export const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
 export const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
 
-/** (owner, id, set name?, name, set tag?, tag), then for a conditional update the expected name and tag. */
-export function updateParams(ownerId: number, id: bigint, { name, tag }: PlantChange, expected?: Plant) {
-  const params = [ownerId, id, name !== undefined, name ?? null, tag !== undefined, tag ?? null];
-  return expected ? [...params, expected.name, expected.tag ?? null] : params;
+type Fields = ReadonlyArray<keyof Plant>;
+
+/** `plant`'s values of `fields`, null for one it has not: what a conditional write compares. */
+export const valuesOf = (plant: Plant, fields: Fields) => fields.map((field) => plant[field] ?? null);
+
+/** (owner, id, then per field: whether it changes, its value), then for a conditional update the expected values. */
+export function updateParams(ownerId: number, id: bigint, change: PlantChange, fields: Fields, expected?: Plant) {
+  const params = [ownerId, id, ...fields.flatMap((field) => [change[field] !== undefined, change[field] ?? null])];
+  return expected ? [...params, ...valuesOf(expected, fields)] : params;
 }
 
 /** A page of `rows` (count + 1 read, to tell `more`), cut at `upTo`. */

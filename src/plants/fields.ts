@@ -2,25 +2,25 @@ import type { Plant } from "../core/plant";
 import type { PlantPage } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { shownName } from "../http/query-names";
+import { PLANT_FIELDS } from "./model";
 
-const FIELD_ORDER = ["id", "name", "tag"] as const;
-export type Fields = ReadonlyArray<(typeof FIELD_ORDER)[number]>;
+export type Fields = ReadonlyArray<(typeof PLANT_FIELDS)[number]>;
 
-const HINT = "give a comma-separated subset of id,name,tag, each once, e.g. fields=id,name";
+const HINT = `give a comma-separated subset of ${PLANT_FIELDS.join(",")}, each once, e.g. fields=id,name`;
 
 /** The names asked for, in the answer's order; 400 naming an unknown or repeated one. */
 export function parseFields(value: string): Fields {
   if (value === "") throw new HttpError(400, `fields: empty; ${HINT}`);
   const asked = new Set<string>();
   for (const name of value.split(",")) {
-    if (!(FIELD_ORDER as readonly string[]).includes(name)) {
+    if (!(PLANT_FIELDS as readonly string[]).includes(name)) {
       const shown = name === "" ? "an empty name" : shownName(name, "a name");
       throw new HttpError(400, `fields: ${shown} is not a field of a plant; ${HINT}`);
     }
     if (asked.has(name)) throw new HttpError(400, `fields: ${name} is given more than once; ${HINT}`);
     asked.add(name);
   }
-  return FIELD_ORDER.filter((field) => asked.has(field));
+  return PLANT_FIELDS.filter((field) => asked.has(field));
 }
 
 /** Read from the URL (no query schema, so a plain GET pays nothing). */
@@ -36,8 +36,7 @@ export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant):
   let json = "";
   for (const field of fields) {
     if (field === "id") json += `,"id":${id}`;
-    else if (field === "name") json += `,"name":${JSON.stringify(plant.name)}`;
-    else if (plant.tag !== undefined) json += `,"tag":${JSON.stringify(plant.tag)}`;
+    else if (plant[field] !== undefined) json += `,"${field}":${JSON.stringify(plant[field])}`;
   }
   return `{${json.slice(1)}}`;
 }

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import type { Plant } from "../core/plant";
 import { Int32Query, Int64, Int64Param, Int64Query, Text, withOwnMessage } from "../http/types";
 
 const name = () => Text({ minLength: 1, maxLength: 256, description: "1 to 256 characters" });
@@ -25,6 +26,11 @@ export const plantModels = {
     }),
   ),
 };
+
+/** A plant's fields in the order answers write them, as the NewPlant model declares them. */
+export const PLANT_FIELDS = Object.keys(plantModels.NewPlant.properties) as Array<"id" | keyof Plant>;
+/** The fields a plant's owner sets (all but the id). */
+export const VALUE_FIELDS = PLANT_FIELDS.filter((field) => field !== "id") as Array<keyof Plant>;
 
 export const FIELDS_DOC = {
   description:

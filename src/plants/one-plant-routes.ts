@@ -10,7 +10,7 @@ import type { Metrics } from "../ops/metrics";
 import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
 import { fieldsOf, plantJson } from "./fields";
-import { FIELDS_DOC, plantIdParams, plantModels } from "./model";
+import { FIELDS_DOC, plantIdParams, plantModels, VALUE_FIELDS } from "./model";
 import {
   BAD_ID,
   BAD_ID_OR_BODY,
@@ -118,7 +118,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
     .put(
       "/:id",
       ({ params, user, body, request, set }) =>
-        update(user.id, params.id, { name: body.name, tag: body.tag ?? null }, request, set),
+        update(user.id, params.id, Object.fromEntries(VALUE_FIELDS.map((f) => [f, body[f] ?? null])), request, set),
       {
         ...jsonBody(bodyLimits),
         params: plantIdParams,
@@ -133,27 +133,22 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         },
       },
     )
-    .patch(
-      "/:id",
-      ({ params, user, body, request, set }) =>
-        update(user.id, params.id, { name: body.name, tag: body.tag }, request, set),
-      {
-        ...jsonBody(bodyLimits),
-        params: plantIdParams,
-        body: "PlantPatch",
-        detail: {
-          summary: "Change some fields of one of your plants",
-          description:
-            'A JSON merge patch (RFC 7396): `name` sets the name, `tag` sets the tag and `"tag": null` removes it; ' +
-            "keys left out stay as they are, other keys are ignored, `{}` changes nothing.",
-          operationId: "updatePlant",
-          tags: ["plants"],
-          "x-parameters": [IF_MATCH],
-          "x-media-types": ["application/merge-patch+json", "application/json"],
-          responses: { 200: plantAnswer("The plant as stored now"), ...updateErrors },
-        },
+    .patch("/:id", ({ params, user, body, request, set }) => update(user.id, params.id, body, request, set), {
+      ...jsonBody(bodyLimits),
+      params: plantIdParams,
+      body: "PlantPatch",
+      detail: {
+        summary: "Change some fields of one of your plants",
+        description:
+          'A JSON merge patch (RFC 7396): `name` sets the name, `tag` sets the tag and `"tag": null` removes it; ' +
+          "keys left out stay as they are, other keys are ignored, `{}` changes nothing.",
+        operationId: "updatePlant",
+        tags: ["plants"],
+        "x-parameters": [IF_MATCH],
+        "x-media-types": ["application/merge-patch+json", "application/json"],
+        responses: { 200: plantAnswer("The plant as stored now"), ...updateErrors },
       },
-    )
+    })
     .delete(
       "/:id",
       async ({ params, user, request, set }) => {

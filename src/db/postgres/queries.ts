@@ -8,15 +8,27 @@ import { plants } from "./schema";
 /** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
 export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
   .filter(([field]) => field !== "ownerId")
-  .map(([field, column]) => ({ field, column: column.name, int64: column.dataType === "bigint" }));
+  .map(([field, column]) => ({
+    field,
+    column: column.name,
+    int64: column.dataType === "bigint",
+    type: column.getSQLType(),
+  }));
 const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
   field === column ? `"${column}"` : `"${column}" AS "${field}"`,
 ).join(", ");
 const PLANT_COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
 
-/** Each field is set only when its flag is ($3 for the name, $5 for the tag). */
-const SET_CHANGE =
-  "name = CASE WHEN $3::boolean THEN $4::text ELSE name END, tag = CASE WHEN $5::boolean THEN $6::text ELSE tag END";
+/** The fields an owner sets, in the order updateParams binds them. */
+export const VALUE_FIELDS = PLANT_FIELDS.filter(({ field }) => field !== "id");
+/** Each field is set only when its flag is: $3 and $4 for the first, and so on. */
+const SET_CHANGE = VALUE_FIELDS.map(
+  ({ column, type }, i) =>
+    `"${column}" = CASE WHEN $${3 + 2 * i}::boolean THEN $${4 + 2 * i}::${type} ELSE "${column}" END`,
+).join(", ");
+/** The row still holds the values bound from $`first` on. */
+const holds = (first: number) =>
+  VALUE_FIELDS.map(({ column, type }, i) => `"${column}" IS NOT DISTINCT FROM $${first + i}::${type}`).join(" AND ");
 
 /** Binds owner, tag, cursor and row count, those the filter has, in that order. */
 function listSql({ tag, after }: PlantFilter, columns: string): string {
@@ -45,12 +57,11 @@ export const PLANT_SQL = {
     WHERE plants.owner_id = free.owner_id AND plants.id = free.id
     RETURNING plants.owner_id::text || ':' || plants.id::text AS key`,
   deleteOne: "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1",
-  deleteIf: `DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND name = $3::text
-    AND tag IS NOT DISTINCT FROM $4::text RETURNING 1`,
+  deleteIf: `DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND ${holds(3)} RETURNING 1`,
   update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 RETURNING ${SELECT_PLANT}`,
   /** A racing write waits for the other's commit and checks the row as it is then: one of them matches. */
   updateIf: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2
-    AND name = $7::text AND tag IS NOT DISTINCT FROM $8::text RETURNING ${SELECT_PLANT}`,
+    AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
 };
 
 export const TOKEN_SQL = {

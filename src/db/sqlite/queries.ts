@@ -14,8 +14,14 @@ export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
 const PLANT_COLUMNS = PLANT_FIELDS.map(({ field, column }) => (field === column ? column : `${column} AS "${field}"`));
 const SELECT_PLANT = PLANT_COLUMNS.join(", ");
 
-/** Each field is set only when its flag is (?3 for the name, ?5 for the tag). */
-const SET_CHANGE = "name = CASE WHEN ?3 THEN ?4 ELSE name END, tag = CASE WHEN ?5 THEN ?6 ELSE tag END";
+/** The fields an owner sets, in the order updateParams binds them. */
+export const VALUE_FIELDS = PLANT_FIELDS.filter(({ field }) => field !== "id");
+/** Each field is set only when its flag is: ?3 and ?4 for the first, and so on. */
+const SET_CHANGE = VALUE_FIELDS.map(
+  ({ column }, i) => `${column} = CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`,
+).join(", ");
+/** The row still holds the values bound from ?`first` on. */
+const holds = (first: number) => VALUE_FIELDS.map(({ column }, i) => `${column} IS ?${first + i}`).join(" AND ");
 
 /** Binds the owner, tag, cursor and row count, whichever the filter's shape uses. */
 export function listSql({ tag, after }: PlantFilter, idsOnly: boolean): string {
@@ -31,10 +37,10 @@ export const PLANT_SQL = {
     VALUES (?1, ${PLANT_FIELDS.map((_, i) => `?${i + 2}`).join(", ")})
     ON CONFLICT DO NOTHING RETURNING ${SELECT_PLANT}`,
   delete: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 RETURNING id",
-  deleteIf: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 AND name = ?3 AND tag IS ?4 RETURNING id",
+  deleteIf: `DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 AND ${holds(3)} RETURNING id`,
   update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 RETURNING ${SELECT_PLANT}`,
   updateIf: `UPDATE plants SET ${SET_CHANGE}
-    WHERE owner_id = ?1 AND id = ?2 AND name = ?7 AND tag IS ?8 RETURNING ${SELECT_PLANT}`,
+    WHERE owner_id = ?1 AND id = ?2 AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
 };
 
 /**
