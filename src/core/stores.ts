@@ -42,10 +42,7 @@ export interface PlantStore {
   /** The plant and its kept answer in one transaction; an unexpired record for the key is given back instead. */
   createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome>;
   pruneIdempotencyKeys(before: number, count: number): Promise<number>;
-  /**
-   * Up to `count` (at most `listChunkSize`) matching plants by id, none past `upTo`, in one
-   * statement: nothing stays open between the steps of a long list.
-   */
+  /** Up to `count` (≤ `listChunkSize`) matching plants by id, none past `upTo`, in one statement. */
   listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint, withIds?: boolean): Promise<PlantPage>;
   /** The `count`-th matching plant's id (undefined when fewer match); walks the index in steps. */
   nthId(ownerId: number, filter: PlantFilter, count: number): Promise<{ id: bigint; more: boolean } | undefined>;

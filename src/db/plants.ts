@@ -9,15 +9,17 @@ const BOUNDARY_STEP = 10_000;
 export const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
 export const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
 
-type Fields = ReadonlyArray<keyof Plant>;
+/** An engine's VALUE_FIELDS: every field of a plant but the id, as its Drizzle table declares them. */
+type Fields = ReadonlyArray<{ field: string }>;
+const fieldOf = (plant: PlantChange, field: string) => plant[field as keyof Plant];
 
 /** `plant`'s values of `fields`, null for one it has not: what a conditional write compares. */
-export const valuesOf = (plant: Plant, fields: Fields) => fields.map((field) => plant[field] ?? null);
+export const valuesOf = (plant: Plant, fields: Fields) => fields.map(({ field }) => fieldOf(plant, field) ?? null);
 
 /** (owner, id, then per field: whether it changes, its value), then for a conditional update the expected values. */
 export function updateParams(ownerId: number, id: bigint, change: PlantChange, fields: Fields, expected?: Plant) {
-  const params = [ownerId, id, ...fields.flatMap((field) => [change[field] !== undefined, change[field] ?? null])];
-  return expected ? [...params, ...valuesOf(expected, fields)] : params;
+  const changes = fields.flatMap(({ field }) => [fieldOf(change, field) !== undefined, fieldOf(change, field) ?? null]);
+  return [ownerId, id, ...changes, ...(expected ? valuesOf(expected, fields) : [])];
 }
 
 /** A page of `rows` (count + 1 read, to tell `more`), cut at `upTo`. */

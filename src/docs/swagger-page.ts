@@ -10,10 +10,7 @@ export const assets = new Map([
   ["swagger-ui.css", { path: swaggerCss, type: "text/css; charset=utf-8" }],
 ]);
 
-/**
- * Ours, not the plugin's, so it carries a Content-Security-Policy: the one inline script allowed by
- * its hash, and no framing (clickjacking the Authorize dialog).
- */
+/** Ours, for its Content-Security-Policy: one inline script (by hash), no framing (clickjacking). */
 export function swaggerPage(persistAuthorization: boolean) {
   const options = JSON.stringify({
     url: DOCUMENT_PATH,

@@ -5,10 +5,7 @@ const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json$/;
 const NUMBER_SOURCE = /^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/**
- * The exact integer a JSON number literal denotes (`7`, `7.0`, `7e0`), undefined for a fraction;
- * past 20 digits, Infinity rather than a huge BigInt.
- */
+/** The exact integer a JSON number denotes (`7`, `7.0`, `7e0`); a fraction is undefined, 21+ digits Infinity. */
 function exactInteger(source: string): bigint | number | undefined {
   const match = NUMBER_SOURCE.exec(source);
   if (!match) return undefined;

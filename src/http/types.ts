@@ -48,10 +48,7 @@ TypeRegistry.Set("Text", (schema: { minLength: number; maxLength: number }, valu
 
 const int64Doc = { type: "integer", format: "int64" } as const;
 
-/**
- * Without `error`, Elysia JSON-stringifies the input for its message (which fails on a bigint);
- * a function stays out of the OpenAPI document.
- */
+/** Else Elysia's message JSON-stringifies the input (a bigint throws); a function stays out of OpenAPI. */
 export function withOwnMessage<S extends object>(schema: S): S {
   return Object.assign(schema, { error: () => describeRule(schema) });
 }

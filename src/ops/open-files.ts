@@ -1,9 +1,6 @@
 import { readFileSync } from "node:fs";
 
-/**
- * Below this, ordinary traffic can use every file, and Bun.serve then spins on accept
- * (scripts/repro-fd-spin.ts): Bun has no connection cap to stop short of the limit.
- */
+/** Below this, traffic can use every file and Bun.serve spins on accept (scripts/repro-fd-spin.ts). */
 export const LOW_OPEN_FILES = 4096;
 
 /** Bun raises the soft limit to the hard one at start; read from /proc, so undefined off Linux. */

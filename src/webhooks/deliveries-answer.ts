@@ -24,10 +24,7 @@ async function page(store: WebhookStore, request: DeliveriesRequest, after: stri
   return found;
 }
 
-/**
- * Paged and streamed as plants are (src/plants/list-answer.ts); with a limit past one chunk, the
- * page's end is found first so the `Link` header can be sent with it.
- */
+/** Paged and streamed as plants are (src/plants/list-answer.ts), the page's end found first. */
 export async function deliveriesAnswer(
   store: WebhookStore,
   request: DeliveriesRequest,

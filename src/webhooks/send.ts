@@ -87,10 +87,7 @@ type Client = Pick<typeof import("node:http"), "request">;
 const clientFor = (url: URL): Promise<Client> =>
   url.protocol === "https:" ? import("node:https") : import("node:http");
 
-/**
- * No redirect is followed (node:http never does). `agent: false`: a pooled socket is keyed by host
- * and port, not by the address this attempt checked.
- */
+/** No redirect (node:http follows none); `agent: false`, as a pooled socket skips the address check. */
 function exchange(
   client: Client,
   url: URL,

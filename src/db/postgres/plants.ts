@@ -8,9 +8,6 @@ import { createGroupInsert, type PlantRow } from "./group-insert";
 import { createGroups } from "./groups";
 import { IDEMPOTENCY_SQL, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
 
-/** What an update changes and a conditional write compares: every field but the id. */
-const CHANGED = VALUE_FIELDS.map(({ field }) => field as keyof Plant);
-
 /** A row as its owner sees it: no id, nothing null. */
 function toPlant(row: PlantRow): Plant {
   const plant: PlantRow = {};
@@ -73,14 +70,14 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
 
     async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
-      const [row] = (await client.unsafe(sql, updateParams(ownerId, id, change, CHANGED, expected))) as PlantRow[];
+      const [row] = (await client.unsafe(sql, updateParams(ownerId, id, change, VALUE_FIELDS, expected))) as PlantRow[];
       return row && toPlant(row);
     },
 
     // A conditional delete goes alone: its precondition is part of its own statement.
     deletePlant: async (ownerId, id, expected) =>
       expected
-        ? (await client.unsafe(PLANT_SQL.deleteIf, [ownerId, id, ...valuesOf(expected, CHANGED)])).length > 0
+        ? (await client.unsafe(PLANT_SQL.deleteIf, [ownerId, id, ...valuesOf(expected, VALUE_FIELDS)])).length > 0
         : removals.add({ ownerId, id }),
   };
 }

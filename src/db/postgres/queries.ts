@@ -8,12 +8,7 @@ import { plants } from "./schema";
 /** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
 export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
   .filter(([field]) => field !== "ownerId")
-  .map(([field, column]) => ({
-    field,
-    column: column.name,
-    int64: column.dataType === "bigint",
-    type: column.getSQLType(),
-  }));
+  .map(([field, c]) => ({ field, column: c.name, int64: c.dataType === "bigint", type: c.getSQLType() }));
 const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
   field === column ? `"${column}"` : `"${column}" AS "${field}"`,
 ).join(", ");

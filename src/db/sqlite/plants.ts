@@ -5,9 +5,6 @@ import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/s
 import { nthId, SHAPES, shapeOf, toPage, updateParams, valuesOf } from "../plants";
 import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
 
-/** What an update changes and a conditional write compares: every field but the id. */
-const CHANGED = VALUE_FIELDS.map(({ field }) => field as keyof Plant);
-
 import { countRows, type Writer } from "./writer";
 
 type Row = Record<string, unknown> & { id?: bigint };
@@ -96,14 +93,14 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
 
     async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
-      const params = updateParams(ownerId, id, change, CHANGED, expected);
+      const params = updateParams(ownerId, id, change, VALUE_FIELDS, expected);
       const row = await writes.run<Row | null>({ sql, mode: "get", params, exact: true });
       return row ? toPlant(row) : undefined;
     },
 
     async deletePlant(ownerId: number, id: bigint, expected?: Plant) {
       const write = expected
-        ? { sql: PLANT_SQL.deleteIf, params: [ownerId, id, ...valuesOf(expected, CHANGED)] }
+        ? { sql: PLANT_SQL.deleteIf, params: [ownerId, id, ...valuesOf(expected, VALUE_FIELDS)] }
         : { sql: PLANT_SQL.delete, params: [ownerId, id] };
       return Boolean(await writes.run({ ...write, mode: "get", exact: true }));
     },

@@ -43,10 +43,7 @@ export const PLANT_SQL = {
     WHERE owner_id = ?1 AND id = ?2 AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
 };
 
-/**
- * A keyed create, in this order as one savepoint's steps (writer.ts): `changes()` tells `record`
- * whether the plant went in, and `read` whether the record did.
- */
+/** A keyed create as one savepoint's steps: `changes()` tells `record` the plant went in, `read` the record. */
 const PLANT_VALUES = PLANT_FIELDS.map((_, i) => `?${i + 3}`).join(", ");
 export const IDEMPOTENCY_SQL = {
   dropExpired: "DELETE FROM idempotency_keys WHERE owner_id = ?1 AND key = ?2 AND created_at <= ?3",
