@@ -169,6 +169,33 @@ describe(`the outbox's events (${ENGINE})`, () => {
     expect(((await later.json()) as unknown[]).length).toBe(2);
   });
 
+  test("deliveries due at the same instant are claimed oldest first, wherever their rows sit", async () => {
+    const o = await outbox();
+    const alice = await o.t.user("alice");
+    const endpoint = await o.register(alice.token, "/a");
+    for (let id = 1; id <= 3; id++) await o.t.createPlant(String(id), `p${id}`, alice.token);
+    const log = await o.t.stores.webhooks.deliveries(alice.id, endpoint, undefined, 10);
+    expect(typeof log === "string" ? log : log.deliveries.length).toBe(3);
+    // All due at one instant; then the oldest row is written twice, which moves it to the table's end.
+    const [instant, later] = onPostgres ? ["'2000-01-01 00:00:00+00'", "'2000-01-01 00:00:01+00'"] : ["0", "1"];
+    await o.run(`UPDATE webhook_deliveries SET next_attempt_at = ${instant}`);
+    const oldest = "(SELECT min(seq) FROM webhook_deliveries)";
+    await o.run(`UPDATE webhook_deliveries SET next_attempt_at = ${later} WHERE seq = ${oldest}`);
+    await o.run(`UPDATE webhook_deliveries SET next_attempt_at = ${instant} WHERE seq = ${oldest}`);
+    const ids: number[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      const [claimed] = await o.t.stores.webhooks.claimDue({
+        count: 1,
+        leaseMs: 3_600_000,
+        perEndpoint: 1,
+        busy: new Map(),
+        circuit: { failures: 1_000_000, restMs: 0 },
+      });
+      ids.push((JSON.parse(claimed?.payload ?? "{}") as { id: number }).id);
+    }
+    expect(ids).toEqual([1, 2, 3]);
+  });
+
   test("deliveries pending before the events' migration survive it and are claimed after", async () => {
     const before = MIGRATIONS[ENGINE].findIndex((migration) => migration.tag.endsWith("outbox-events"));
     expect(before).toBeGreaterThan(0);

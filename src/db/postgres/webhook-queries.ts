@@ -66,7 +66,7 @@ export const WEBHOOK_SQL = {
       FROM endpoints e CROSS JOIN LATERAL (
         SELECT seq, next_attempt_at FROM webhook_deliveries
         WHERE webhook_id = e.id AND next_attempt_at <= now()
-        ORDER BY next_attempt_at LIMIT e.room FOR UPDATE SKIP LOCKED
+        ORDER BY next_attempt_at, seq LIMIT e.room FOR UPDATE SKIP LOCKED
       ) d
     ),
     fair AS (

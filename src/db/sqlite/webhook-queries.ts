@@ -58,7 +58,7 @@ export const WEBHOOK_SQL = {
         row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
       FROM endpoints e JOIN webhook_deliveries d ON d.seq IN (
         SELECT seq FROM webhook_deliveries WHERE webhook_id = e.id AND next_attempt_at <= (?1 + 0)
-        ORDER BY next_attempt_at LIMIT (?6 + 0)
+        ORDER BY next_attempt_at, seq LIMIT (?6 + 0)
       )
     ),
     fair AS (
