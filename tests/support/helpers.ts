@@ -149,16 +149,21 @@ const reusable: string[] = [];
 const databaseOf = new WeakMap<Stores, string>();
 
 /**
- * A digest of a database's schema: its relations (and their column counts), triggers, functions
- * and settings. A test that changed any of them (a refusing trigger, a dropped table) leaves a
- * database that is not handed out again.
+ * A digest of a database's schema: its relations (and their column types), constraints, triggers,
+ * functions (with their bodies) and settings. A test that changed any of them (a refusing trigger,
+ * a dropped table, a replaced trigger function) leaves a database that is not handed out again.
  */
 const SHAPE_SQL = `
   SELECT md5(coalesce(string_agg(item, ',' ORDER BY item), '')) AS shape FROM (
     SELECT format('%s %s %s', c.relname, c.relkind, c.relnatts) FROM pg_class c
       WHERE c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace)
+    UNION ALL SELECT format('%s %s %s', attrelid::regclass, attname, atttypid) FROM pg_attribute
+      WHERE attnum > 0 AND NOT attisdropped
+        AND attrelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace)
+    UNION ALL SELECT format('%s %s', conname, pg_get_constraintdef(oid)) FROM pg_constraint
+      WHERE connamespace = 'public'::regnamespace
     UNION ALL SELECT format('%s %s %s', tgname, tgrelid::regclass, tgenabled) FROM pg_trigger
-    UNION ALL SELECT format('%s %s', proname, pronargs) FROM pg_proc
+    UNION ALL SELECT format('%s %s %s', proname, pronargs, md5(prosrc)) FROM pg_proc
       WHERE pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
     UNION ALL SELECT array_to_string(setconfig, ' ') FROM pg_db_role_setting
       WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
