@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { getTableColumns } from "drizzle-orm";
 import { plants as postgresPlants } from "../../src/db/postgres/schema";
 import { plants as sqlitePlants } from "../../src/db/sqlite/schema";
+import { plantETag } from "../../src/plants/etag";
 import { plantModels } from "../../src/plants/model";
 
 const fieldsOf = (table: typeof sqlitePlants | typeof postgresPlants) =>
@@ -24,5 +25,12 @@ describe("the plant models follow the schema", () => {
 
   test("the engines' plant tables have the same fields", () => {
     expect(fieldsOf(postgresPlants)).toEqual(fieldsOf(sqlitePlants));
+  });
+
+  // ETags and kept Idempotency-Key hashes are computed over the fields in the model's order: a
+  // reordered model would change every ETag clients hold and refuse every retry of a kept create.
+  test("the ETag of a plant is what it was before the field list was derived (the model's order is pinned)", () => {
+    expect(plantETag(1n, { name: "Fern", tag: "green" })).toBe('"ra5kOkLdjFDLUfRQ8zOWHBDGcNo"');
+    expect(plantETag(9223372036854775807n, { name: "Ivy" })).toBe('"KbTxM80Ck31P7_CVH7aL4gyz5zN"');
   });
 });
