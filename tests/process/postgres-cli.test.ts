@@ -157,19 +157,23 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(lines(stdout)).toEqual([
       `Checked ${url}`,
       `Connected: PostgreSQL ${version}`,
-      "Table users: 1 row",
-      "Table tokens: 1 row",
+      "Table idempotency_keys: 0 rows",
       "Table plants: 0 rows",
       "Table rate_limits: 0 rows",
-      "Table webhooks: 0 rows",
-      "Table webhook_events: 0 rows",
-      "Table webhook_deliveries: 0 rows",
+      "Table tokens: 1 row",
+      "Table users: 1 row",
       "Table webhook_attempts: 0 rows",
-      "Table idempotency_keys: 0 rows",
+      "Table webhook_deliveries: 0 rows",
+      "Table webhook_events: 0 rows",
+      "Table webhooks: 0 rows",
       "Constraints: all validated",
       `Migrations: ${TAGS.length} applied, 0 pending`,
       "All checks passed.",
     ]);
+    // Every table the migrations made is checked, whether or not the Drizzle schema declares it.
+    const checked = lines(stdout).flatMap((line) => /^Table (\w+):/.exec(line)?.[1] ?? []);
+    const made = (await contentsOf(url)).tables.filter((table) => table.startsWith("public."));
+    expect(checked.map((table) => `public.${table}`)).toEqual(made);
   });
 
   test("an empty database: every migration reported pending, exit 1, no table created", async () => {
@@ -179,15 +183,15 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(lines(stdout)).toContain(`Migrations: 0 applied, ${TAGS.length} pending (${TAGS.join(", ")})`);
     expect(lines(stderr)).toEqual([
       ...[
-        "users",
-        "tokens",
+        "idempotency_keys",
         "plants",
         "rate_limits",
-        "webhooks",
-        "webhook_events",
-        "webhook_deliveries",
+        "tokens",
+        "users",
         "webhook_attempts",
-        "idempotency_keys",
+        "webhook_deliveries",
+        "webhook_events",
+        "webhooks",
       ].map((table) => `plant-store: table ${table} is missing or cannot be read`),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
