@@ -34,6 +34,7 @@ const TEST_TIMEOUT_MS = 30_000;
  * here must not ask which engine it is on; the run refuses to start if one does.
  */
 const SQLITE_RUN_ONLY = [
+  "tests/process/bench-patches.test.ts",
   "tests/process/browser.test.ts",
   "tests/process/crash.test.ts",
   "tests/process/full-disk.test.ts",
