@@ -79,6 +79,7 @@ export function createApp({
     perToken: stores.requestLimiter(config.rateLimitPerMinute, clock),
     failuresPerClient: createRateLimiter(config.authFailuresPerMinute, clock),
     trustedProxies: config.trustProxy,
+    atOnce: stores.engine === "sqlite",
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   const health = createStoreHealth();
@@ -124,6 +125,7 @@ export function createApp({
             }
           : ops.metrics,
         log: storeFaultLog,
+        answerFault,
         idempotency: { ttlHours: config.idempotencyTtlHours, clock },
       }),
     )

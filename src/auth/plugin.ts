@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { clientAddress, type TrustedProxies } from "../core/client-address";
 import type { RateAnswer, RateLimiter } from "../core/rate-limit";
-import type { RequestLimiter, TokenStore } from "../core/stores";
+import { andThen, type HotRead, type RequestLimiter, type TokenStore } from "../core/stores";
 import type { AuthenticatedUser } from "../core/tokens";
 import { HttpError } from "../http/errors";
 import type { RequestNote, RequestNotes } from "../ops/request-id";
@@ -27,6 +27,8 @@ function unauthorized(tokenGiven: boolean): HttpError {
 
 export interface AuthLimits {
   perToken: RequestLimiter;
+  /** The token lookup and `perToken` answer at once (on SQLite). */
+  atOnce: boolean;
   /** Failed authentications per client address, per instance. */
   failuresPerClient: RateLimiter;
   trustedProxies: TrustedProxies;
@@ -48,34 +50,47 @@ function rateLimitHeaders({ limit, remaining, resetSeconds }: RateAnswer): Recor
  * Decided from the headers alone. Only failures are counted against (and refused for) the client's
  * address: it slows guessing, never a valid token's caller (behind a proxy many share an address).
  */
-async function authenticateRequest(
+function authenticateRequest(
   tokens: TokenStore,
   limits: AuthLimits,
   request: Request,
   note: RequestNote | undefined,
   headers: Record<string, unknown>,
-): Promise<AuthenticatedUser> {
+): HotRead<AuthenticatedUser> {
   const token = bearerToken(request.headers.get("authorization"));
-  const user = token === undefined ? undefined : await tokens.authenticate(token);
-  if (!user) {
-    const client = clientAddress(note?.peer(), request.headers.get("x-forwarded-for"), limits.trustedProxies);
-    if (note) note.client = client;
-    const failures = limits.failuresPerClient.take(client ?? "unknown");
-    if (failures?.refused) throw tooMany(failures.resetSeconds, "Too many failed authentications from your address");
-    throw unauthorized(token !== undefined);
-  }
-  const budget = await limits.perToken.take(user.tokenId);
-  // Into the response's own headers, which Elysia puts on error answers too.
-  if (budget) Object.assign(headers, rateLimitHeaders(budget));
-  if (budget?.refused) throw tooMany(budget.resetSeconds, "Too many requests with this token");
-  if (note) note.userId = user.id;
-  return user;
+  return andThen(token === undefined ? undefined : tokens.authenticate(token), (user) => {
+    if (!user) {
+      const client = clientAddress(note?.peer(), request.headers.get("x-forwarded-for"), limits.trustedProxies);
+      if (note) note.client = client;
+      const failures = limits.failuresPerClient.take(client ?? "unknown");
+      if (failures?.refused) throw tooMany(failures.resetSeconds, "Too many failed authentications from your address");
+      throw unauthorized(token !== undefined);
+    }
+    return andThen(limits.perToken.take(user.tokenId), (budget) => {
+      // Into the response's own headers, which Elysia puts on error answers too.
+      if (budget) Object.assign(headers, rateLimitHeaders(budget));
+      if (budget?.refused) throw tooMany(budget.resetSeconds, "Too many requests with this token");
+      if (note) note.userId = user.id;
+      return user;
+    });
+  });
 }
 
-/** A `derive`, not a `resolve` macro: it runs before the body is read (see jsonBody), so a 401 reads none. */
+/**
+ * A `derive`, not a `resolve` macro: it runs before the body is read (see jsonBody), so a 401 reads
+ * none. Elysia compiles a hook async from its source text, and an async hook makes every answer a
+ * promise: stores that answer at once get a synchronous hook. Each names the context fields it
+ * reads, so Elysia prepares only those.
+ */
 export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
-  return new Elysia().derive({ as: "scoped" }, async ({ request, set }) => {
-    const user = await authenticateRequest(tokens, limits, request, notes.get(request), set.headers);
-    return { user };
+  const auth = new Elysia();
+  if (!limits.atOnce) {
+    return auth.derive({ as: "scoped" }, async ({ request, set }) => ({
+      user: await authenticateRequest(tokens, limits, request, notes.get(request), set.headers),
+    }));
+  }
+  return auth.derive({ as: "scoped" }, ({ request, set }) => {
+    const user = authenticateRequest(tokens, limits, request, notes.get(request), set.headers);
+    return { user: user as AuthenticatedUser };
   });
 }

@@ -1,5 +1,4 @@
-// What the app needs from a database, whatever the engine. Every call is async
-// (docs/decisions/0005-async-reads.md); writes settle once durable.
+// What the app needs from a database, whatever the engine. Writes settle once durable.
 
 import type { StoreFailureKind } from "./failures";
 import type { KeyedCreate, KeyedOutcome } from "./idempotency";
@@ -34,6 +33,11 @@ export interface PlantPage {
 /** A field left out stays as it is; `tag: null` removes the tag. */
 export type PlantChange = { [Field in keyof Plant]?: Plant[Field] | null };
 
+/** A read of every list request, which SQLite answers at once (docs/decisions/0005-async-reads.md). */
+export type HotRead<T> = T | Promise<T>;
+export const andThen = <T, U>(read: HotRead<T>, next: (value: T) => HotRead<U>): HotRead<U> =>
+  read instanceof Promise ? read.then(next) : next(read);
+
 /** An owner's plants; every call is scoped to one owner. */
 export interface PlantStore {
   readonly listChunkSize: number;
@@ -43,7 +47,7 @@ export interface PlantStore {
   createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome>;
   pruneIdempotencyKeys(before: number, count: number): Promise<number>;
   /** Up to `count` (≤ `listChunkSize`) matching plants by id, none past `upTo`, in one statement. */
-  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint, withIds?: boolean): Promise<PlantPage>;
+  listPage(ownerId: number, filter: PlantFilter, count: number, upTo?: bigint, withIds?: boolean): HotRead<PlantPage>;
   /** The `count`-th matching plant's id (undefined when fewer match); walks the index in steps. */
   nthId(ownerId: number, filter: PlantFilter, count: number): Promise<{ id: bigint; more: boolean } | undefined>;
   getPlant(ownerId: number, id: bigint): Promise<Plant | undefined>;
@@ -68,7 +72,7 @@ export type RevokeOutcome = "revoked" | "already-revoked" | "not-found";
 
 /** Users and their bearer tokens; only hashes are stored. */
 export interface TokenStore {
-  authenticate(token: string): Promise<AuthenticatedUser | undefined>;
+  authenticate(token: string): HotRead<AuthenticatedUser | undefined>;
   /** A new token for `userName`, created with the user when needed. */
   issue(userName: string): Promise<IssuedToken>;
   /** A database that has never held a token gets one for `admin`, once. */
@@ -79,7 +83,7 @@ export interface TokenStore {
 
 export interface RequestLimiter {
   /** Undefined when there is no limit. */
-  take(key: number): Promise<RateAnswer | undefined>;
+  take(key: number): HotRead<RateAnswer | undefined>;
 }
 
 export interface StoreStatus {

@@ -28,7 +28,7 @@ async function buildDocument(docs: AnyElysia): Promise<Document> {
 }
 
 export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
-  const docs = new Elysia({ name: "api-docs" });
+  const docs = new Elysia({ name: "api-docs", detail: { hide: true } });
   // Built once, on first demand: the routes are all in place by the time a request comes.
   let document: Promise<Document> | undefined;
   const served = () => {
@@ -42,21 +42,17 @@ export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
   return (
     docs
       // /openapi.json is where most tools look first; Swagger UI reads /swagger/json. One document.
-      .get(DOCUMENT_PATH, served, { detail: { hide: true } })
-      .get("/openapi.json", served, { detail: { hide: true } })
+      .get(DOCUMENT_PATH, served)
+      .get("/openapi.json", served)
       // Elysia answers /swagger/ here too; the page names its document and assets by absolute path.
-      .get("/swagger", page, { detail: { hide: true } })
-      .get("/favicon.ico", () => new Response(FAVICON, { headers: FAVICON_HEADERS }), { detail: { hide: true } })
-      .get(
-        `${ASSETS_PATH}/:file`,
-        ({ params }) => {
-          const asset = assets.get(params.file);
-          if (!asset) throw new HttpError(404, "No such documentation asset.");
-          return new Response(Bun.file(asset.path), {
-            headers: { "content-type": asset.type, "cache-control": "public, max-age=86400" },
-          });
-        },
-        { detail: { hide: true } },
-      )
+      .get("/swagger", page)
+      .get("/favicon.ico", () => new Response(FAVICON, { headers: FAVICON_HEADERS }))
+      .get(`${ASSETS_PATH}/:file`, ({ params }) => {
+        const asset = assets.get(params.file);
+        if (!asset) throw new HttpError(404, "No such documentation asset.");
+        return new Response(Bun.file(asset.path), {
+          headers: { "content-type": asset.type, "cache-control": "public, max-age=86400" },
+        });
+      })
   );
 }

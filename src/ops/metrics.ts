@@ -2,7 +2,7 @@ import type { StoreFigures } from "../core/stores";
 import { escapeLabel, family, histogram, sample, single, webhookFamilies } from "./prometheus";
 
 export type { AttemptResult } from "./prometheus";
-// Why not prom-client: docs/decisions/0003-hand-written-logger-and-metrics.md. Only store figures
+// Why not prom-client: docs/architecture.md ("Metrics without prom-client"). Only store figures
 // whose cost does not grow with the store are read at scrape time.
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 

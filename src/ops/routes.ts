@@ -18,7 +18,6 @@ export interface OpsRoutesDeps {
 }
 
 const NO_STORE = { "cache-control": "no-store" };
-const hidden = { detail: { hide: true } };
 
 const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
   capacity: "The service is at capacity.",
@@ -35,33 +34,25 @@ const PING_DEADLINE_MS = 2_000;
 
 /** Unauthenticated, outside the rate limit, and left out of the OpenAPI document. */
 export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }: OpsRoutesDeps) {
-  return new Elysia({ name: "ops" })
-    .get(
-      "/healthz",
-      ({ set }) => {
-        set.headers["cache-control"] = "no-store";
-        return { status: "ok" };
-      },
-      hidden,
-    )
-    .get(
-      "/readyz",
-      async ({ request, set }) => {
-        if (health.damaged) return errorResponse(503, DAMAGED_READINESS_MESSAGE, NO_STORE);
-        if (lifecycle.state !== "ready") {
-          return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
-        }
-        try {
-          await within(pingDatabase(), PING_DEADLINE_MS, () => new Error(`no answer within ${PING_DEADLINE_MS} ms`));
-        } catch (error) {
-          log("readiness check: the database does not answer", faultDetail(error), request);
-          return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });
-        }
-        const problem = storeProblem();
-        if (problem) return errorResponse(503, STORE_PROBLEMS[problem], { ...NO_STORE, "retry-after": "5" });
-        set.headers["cache-control"] = "no-store";
-        return { status: "ready" };
-      },
-      hidden,
-    );
+  return new Elysia({ name: "ops", detail: { hide: true } })
+    .get("/healthz", ({ set }) => {
+      set.headers["cache-control"] = "no-store";
+      return { status: "ok" };
+    })
+    .get("/readyz", async ({ request, set }) => {
+      if (health.damaged) return errorResponse(503, DAMAGED_READINESS_MESSAGE, NO_STORE);
+      if (lifecycle.state !== "ready") {
+        return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
+      }
+      try {
+        await within(pingDatabase(), PING_DEADLINE_MS, () => new Error(`no answer within ${PING_DEADLINE_MS} ms`));
+      } catch (error) {
+        log("readiness check: the database does not answer", faultDetail(error), request);
+        return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });
+      }
+      const problem = storeProblem();
+      if (problem) return errorResponse(503, STORE_PROBLEMS[problem], { ...NO_STORE, "retry-after": "5" });
+      set.headers["cache-control"] = "no-store";
+      return { status: "ready" };
+    });
 }

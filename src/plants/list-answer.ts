@@ -1,5 +1,5 @@
 import type { Plant } from "../core/plant";
-import type { PlantFilter, PlantPage, PlantStore } from "../core/stores";
+import { andThen, type HotRead, type PlantFilter, type PlantPage, type PlantStore } from "../core/stores";
 import { nextTurn } from "../core/timers";
 import { jsonHeaders } from "../http/errors";
 import { type Fields, needsIds, pageJson } from "./fields";
@@ -36,15 +36,20 @@ export interface ListRequest {
   fields?: Fields;
 }
 
-/** A page of at most one chunk (the hot path); with `fields`, the whole answer. */
-export async function shortPage(
-  plants: PlantStore,
-  { ownerId, filter, limit, fields }: ListRequest & { limit: number },
-): Promise<{ plants: Plant[]; link?: string } | Response> {
-  const page = await plants.listPage(ownerId, filter, limit, undefined, needsIds(fields));
+type ShortList = ListRequest & { limit: number };
+type Headers = { headers: Record<string, unknown> };
+
+/** A page of at most one chunk (the hot path), its `next` link into `set`; with `fields`, the whole answer. */
+export function shortPage(plants: PlantStore, asked: ShortList, set: Headers): HotRead<Plant[] | Response> {
+  const page = plants.listPage(asked.ownerId, asked.filter, asked.limit, undefined, needsIds(asked.fields));
+  return andThen(page, (read) => pageAnswer(read, asked, set));
+}
+
+function pageAnswer(page: PlantPage, { filter, limit, fields }: ShortList, set: Headers): Plant[] | Response {
   const link = page.more && page.lastId !== undefined ? nextLink(limit, page.lastId, filter.tag, fields) : undefined;
-  if (fields === undefined) return { plants: page.plants, link };
-  return new Response(pageJson(fields, page), { headers: jsonHeaders(link) });
+  if (fields !== undefined) return new Response(pageJson(fields, page), { headers: jsonHeaders(link) });
+  if (link) set.headers.link = link;
+  return page.plants;
 }
 
 /**

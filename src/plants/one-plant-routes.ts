@@ -33,7 +33,9 @@ export interface OnePlantDeps {
 
 /** The authenticated /plants routes: one auth, one set of models. */
 export const plantBase = ({ tokens, limits, notes }: Pick<OnePlantDeps, "tokens" | "limits" | "notes">) =>
-  new Elysia({ prefix: "/plants" }).use(bearerAuth(tokens, limits, notes)).model({ ...plantModels, ...errorModels });
+  new Elysia({ prefix: "/plants", tags: ["plants"] })
+    .use(bearerAuth(tokens, limits, notes))
+    .model({ ...plantModels, ...errorModels });
 
 const notFound = () => new HttpError(404, "id: you have no plant with this id");
 
@@ -95,7 +97,6 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
           description:
             "Its name and tag (or the `fields` you ask for), with its ETag; 304 when your If-None-Match holds it.",
           operationId: "getPlant",
-          tags: ["plants"],
           "x-parameters": [
             {
               name: "fields",
@@ -127,7 +128,6 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
           summary: "Replace one of your plants",
           description: "The plant becomes the body: a tag left out is removed; an `id` in the body is ignored.",
           operationId: "replacePlant",
-          tags: ["plants"],
           "x-parameters": [IF_MATCH],
           responses: { 200: plantAnswer("The plant as stored now"), ...updateErrors },
         },
@@ -143,7 +143,6 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
           'A JSON merge patch (RFC 7396): `name` sets the name, `tag` sets the tag and `"tag": null` removes it; ' +
           "keys left out stay as they are, other keys are ignored, `{}` changes nothing.",
         operationId: "updatePlant",
-        tags: ["plants"],
         "x-parameters": [IF_MATCH],
         "x-media-types": ["application/merge-patch+json", "application/json"],
         responses: { 200: plantAnswer("The plant as stored now"), ...updateErrors },
@@ -164,7 +163,6 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
           summary: "Delete one of your plants",
           description: "Gone for good; with If-Match, only if it has not changed since you read it.",
           operationId: "deletePlant",
-          tags: ["plants"],
           "x-parameters": [IF_MATCH],
           responses: {
             204: { description: "Deleted" },

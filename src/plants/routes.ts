@@ -1,6 +1,7 @@
 import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
-import { HttpError } from "../http/errors";
+import type { HotRead } from "../core/stores";
+import { type FaultResponder, HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorResponses, modelResponse, routeErrors } from "../http/models";
 import { checkQueryNames } from "../http/query-names";
@@ -20,6 +21,8 @@ const LIST_PARAMETERS_HINT =
 export interface PlantRoutesDeps extends OnePlantDeps {
   metrics: Pick<Metrics, "plantCreated" | "plantDeleted">;
   log: FaultLog;
+  /** Answers a fault the list met after its handler returned (Elysia's error hook never sees it). */
+  answerFault: FaultResponder;
   idempotency: { ttlHours: number; clock: () => number };
 }
 
@@ -28,7 +31,9 @@ export interface PlantRoutesDeps extends OnePlantDeps {
  * validation keeps the hot path lean, and the generator cannot document a body-less 204.
  */
 export function plantRoutes(deps: PlantRoutesDeps) {
-  const { plants, body: bodyLimits, metrics, log, idempotency } = deps;
+  const { plants, body: bodyLimits, metrics, log, idempotency, answerFault } = deps;
+  const faultLogFor = (request: Request) => (error: unknown) => log("listing plants failed mid-answer", error, request);
+  const answerFor = (request: Request) => (error: unknown) => answerFault(error, request);
   const keyed = keyedCreates(plants, idempotency.ttlHours, idempotency.clock);
   return onePlantRoutes(plantBase(deps), deps)
     .post(
@@ -50,7 +55,6 @@ export function plantRoutes(deps: PlantRoutesDeps) {
           summary: "Create a plant",
           description: "Stores the plant under the id you choose; an id you already use is a 409, never a change.",
           operationId: "addPlant",
-          tags: ["plants"],
           "x-parameters": [IDEMPOTENCY_DOC.parameter],
           responses: {
             200: {
@@ -68,22 +72,23 @@ export function plantRoutes(deps: PlantRoutesDeps) {
     )
     .get(
       "",
-      async ({ query, user, request, set }) => {
+      // Written so that Elysia compiles it synchronous (no `async`, no `return f(…)` nor `=> f(…)`):
+      // a page read at once is then answered at once; a promise carries its own fault answer.
+      ({ query, user, request, set }) => {
         checkQueryNames(request.url, LIST_PARAMETERS, LIST_PARAMETERS_HINT);
         const list = {
           ownerId: user.id,
           filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
           limit: query.limit === undefined ? undefined : Number(query.limit),
-          onFault: (error: unknown) => log("listing plants failed mid-answer", error, request),
+          onFault: faultLogFor(request),
           fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
+        let answer: HotRead<Plant[] | Response>;
         // A long list may be a streamed Response of the same array.
-        if (list.limit === undefined || list.limit > plants.listChunkSize)
-          return (await longList(plants, list)) as Plant[];
-        const page = await shortPage(plants, { ...list, limit: list.limit });
-        if (page instanceof Response) return page as unknown as Plant[];
-        if (page.link) set.headers.link = page.link;
-        return page.plants;
+        if (list.limit === undefined || list.limit > plants.listChunkSize) answer = longList(plants, list);
+        else answer = shortPage(plants, { ...list, limit: list.limit }, set);
+        if (answer instanceof Promise) answer = answer.catch(answerFor(request));
+        return answer as Plant[];
       },
       {
         query: listPlantsQuery,
@@ -94,7 +99,6 @@ export function plantRoutes(deps: PlantRoutesDeps) {
             "with a tag; `fields` chooses what each plant carries (e.g. `fields=id,name` to learn the ids). When `limit` is given and more plants match past the last one returned, the `Link` header " +
             'names the next page (`rel="next"`); follow it until there is none.',
           operationId: "listPlants",
-          tags: ["plants"],
           responses: {
             200: {
               ...modelResponse("Your plants, by id ascending", "Plant", { array: true }),

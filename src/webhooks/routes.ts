@@ -57,7 +57,7 @@ export function webhookRoutes({
   allowPrivate,
   resolve,
 }: WebhookRoutesDeps) {
-  return new Elysia({ prefix: "/webhooks" })
+  return new Elysia({ prefix: "/webhooks", tags: ["webhooks"] })
     .use(bearerAuth(tokens, limits, notes))
     .model({ ...webhookModels, ...errorModels })
     .post(
@@ -80,7 +80,6 @@ export function webhookRoutes({
             "Every plant you create from now on is sent to the URL as the `plant.created` webhook (see the " +
             "document's `webhooks` section), signed with the secret returned here: store it, it is shown only once.",
           operationId: "addWebhook",
-          tags: ["webhooks"],
           responses: {
             201: modelResponse("The endpoint, with its signing secret", "RegisteredWebhook"),
             ...routeErrors({
@@ -97,7 +96,6 @@ export function webhookRoutes({
         summary: "List your webhook endpoints",
         description: "Each with its URL and whether it is disabled; their secrets were shown only when registered.",
         operationId: "listWebhooks",
-        tags: ["webhooks"],
         responses: {
           200: modelResponse("Your endpoints, oldest first (never their secrets)", "Webhook", { array: true }),
           ...errorResponses(401, 429, 500, 503),
@@ -117,7 +115,6 @@ export function webhookRoutes({
           summary: "Delete one of your webhook endpoints",
           description: "Its pending deliveries are dropped with it, and its log.",
           operationId: "deleteWebhook",
-          tags: ["webhooks"],
           responses: {
             204: { description: "Deleted" },
             ...routeErrors({ 400: BAD_ID, 404: NO_SUCH_WEBHOOK }),
@@ -154,7 +151,6 @@ export function webhookRoutes({
             "One delivery per plant created since the endpoint was registered, oldest first, with where it stands. " +
             'Paged as plants are: give `limit` and follow the `Link` header (`rel="next"`).',
           operationId: "listWebhookDeliveries",
-          tags: ["webhooks"],
           responses: {
             200: {
               ...modelResponse("The endpoint's deliveries, oldest first", "Delivery", { array: true }),

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { makeTestApp, type TestApp } from "../support/helpers";
+import { makeTestApp, onPostgres, type TestApp } from "../support/helpers";
 
 const LIMIT_MESSAGE = "limit: must be an integer between 0 and 2147483647";
 
@@ -22,6 +22,18 @@ describe("GET /plants", () => {
     expect(response.headers.get("content-type")).toStartWith("application/json");
     return response.json();
   }
+
+  // docs/decisions/0005-async-reads.md: on SQLite the auth hook and the list route must stay
+  // compiled synchronous (Elysia decides from their source text); PostgreSQL answers through a promise.
+  test("a page is answered at once on SQLite, through a promise on PostgreSQL, the same page either way", async () => {
+    await create("1", "Fern");
+    const asked = new Request("http://localhost/plants?limit=20", { headers: { authorization: `Bearer ${token}` } });
+    const answer = t.app.fetch(asked);
+    expect(answer instanceof Promise).toBe(onPostgres);
+    const response = await answer;
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual([{ name: "Fern" }]);
+  });
 
   test("a new user gets an empty array", async () => {
     expect(await listOk()).toEqual([]);

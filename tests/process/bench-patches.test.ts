@@ -9,7 +9,8 @@ import { resolve } from "node:path";
  * `patch -p1`, dry run.
  */
 const ROOT = resolve(new URL("../..", import.meta.url).pathname);
-const PATCHES = [...new Bun.Glob("bench/**/*.patch").scanSync(ROOT)].sort();
+// A contender's installed packages (bench/contenders/*/node_modules) carry patches of their own.
+const PATCHES = [...new Bun.Glob("bench/**/*.patch").scanSync(ROOT)].filter((p) => !p.includes("node_modules")).sort();
 
 const top = Bun.spawnSync(["git", "rev-parse", "--show-toplevel"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
 const inCheckout = top.success && resolve(top.stdout.toString().trim()) === ROOT;

@@ -74,7 +74,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
       return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
     },
     pruneIdempotencyKeys: (before, count) => countRows(writes, IDEMPOTENCY_SQL.prune, [before, count]),
-    async listPage(ownerId, filter, count, upTo, withIds) {
+    listPage(ownerId, filter, count, upTo, withIds) {
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
       return toPage(rows, count, upTo, withIds, (row) => row.id as bigint, toPlant);
     },

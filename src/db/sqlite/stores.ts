@@ -76,7 +76,7 @@ export function createSqliteStores(
     },
     requestLimiter(perMinute, limiterClock) {
       const limiter = createRateLimiter(perMinute, limiterClock);
-      return { take: async (key) => limiter.take(key) };
+      return { take: (key) => limiter.take(key) };
     },
     async close() {
       integrity?.stop();

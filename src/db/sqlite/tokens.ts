@@ -56,7 +56,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
       return issued;
     },
 
-    async authenticate(token) {
+    authenticate(token) {
       const row = findActive.values(hashToken(token))[0] as [number, number, Millis] | undefined;
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt] = row;
