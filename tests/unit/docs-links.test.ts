@@ -88,6 +88,16 @@ describe("the README and docs/", () => {
     expect(missing).toEqual([]);
   });
 
+  test("every docs/ page a comment in src/ names exists", async () => {
+    const missing: string[] = [];
+    for await (const file of new Bun.Glob("src/**/*.ts").scan(ROOT)) {
+      for (const [path = ""] of (await text(file)).matchAll(/\bdocs\/[\w./-]*\.md\b/g)) {
+        if (!existsSync(join(ROOT, path))) missing.push(`${file}: ${path}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
   test("the README is a front door: at most 300 lines", async () => {
     expect((await text("README.md")).split("\n").length).toBeLessThanOrEqual(300);
   });
