@@ -91,6 +91,7 @@ export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: Reques
   }
   return auth.derive({ as: "scoped" }, ({ request, set }) => {
     const user = authenticateRequest(tokens, limits, request, notes.get(request), set.headers);
-    return { user: user as AuthenticatedUser };
+    if (user instanceof Promise) throw new Error("the token store answered with a promise: limits.atOnce is wrong");
+    return { user };
   });
 }

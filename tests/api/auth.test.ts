@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { makeTestApp, type TestApp } from "../support/helpers";
+import { makeTestApp, onSqlite, type TestApp } from "../support/helpers";
 
 const MISSING = "Bearer";
 const INVALID = 'Bearer error="invalid_token"';
@@ -146,4 +146,27 @@ describe("authentication", () => {
     expect(logged).not.toContain(token.slice(4));
     expect(logged).not.toContain(unknown.slice(4));
   });
+});
+
+// The bearer hook is picked by engine (docs/decisions/0005-async-reads.md): on SQLite it cannot wait.
+test("a token store that answers with a promise where the engine answers at once is a logged 500, never a list", async () => {
+  const t = await makeTestApp({
+    wrapStores: (stores) => {
+      const { authenticate } = stores.tokens;
+      stores.tokens.authenticate = async (token) => authenticate.call(stores.tokens, token);
+      return stores;
+    },
+  });
+  const token = await t.tokenFor("alice");
+  const owner = await t.stores.tokens.authenticate(token);
+  await t.stores.plants.createPlant(owner?.id as number, { id: 1, name: "Fern" });
+  const response = await t.call("GET", "/plants", { token });
+  if (onSqlite) {
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ error: 500, message: expect.any(String) });
+    expect(t.logged.map((entry) => entry.message)).toContain("unhandled error");
+  } else {
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual([{ name: "Fern" }]);
+  }
 });

@@ -16,8 +16,8 @@ describe("a list whose store call fails after the handler returned", () => {
     ["timeout", 503, /did not answer in time/],
     ["busy", 503, /busy/],
   ] as const) {
-    test(`${kind}: every shape of list answers ${status} with the Error body`, async () => {
-      const t = await makeTestApp();
+    test(`${kind}: every shape of list answers ${status} with the Error body and the answer's own headers`, async () => {
+      const t = await makeTestApp({ rateLimitPerMinute: 100 });
       const token = await t.tokenFor("alice");
       await t.createPlant("1", "Fern", token);
       const failing = () => Promise.reject(new StoreUnavailable(kind));
@@ -26,6 +26,9 @@ describe("a list whose store call fails after the handler returned", () => {
       for (const path of PATHS) {
         const response = await t.call("GET", path, { token });
         expect(await expectError(response, status)).toMatch(message);
+        // As an error the route throws gets them: the budget it spent and when to retry.
+        expect(response.headers.get("ratelimit")).toMatch(/^"per-token";r=\d+;t=0$/);
+        expect(response.headers.get("retry-after")).not.toBeNull();
       }
     });
   }
