@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { KeptAnswer, KeyedCreate } from "../core/idempotency";
 import type { NewPlant } from "../core/plant";
 import type { PlantStore } from "../core/stores";
@@ -25,7 +24,7 @@ export function idempotencyKeyOf(request: Request): string | undefined {
 /** Of the plant's fields, so other spacing or key order is the same request. */
 function requestHash(plant: NewPlant): string {
   const canonical = JSON.stringify(["POST", "/plants", String(plant.id), ...VALUE_FIELDS.map((f) => plant[f] ?? null)]);
-  return createHash("sha256").update(canonical).digest("hex");
+  return Bun.SHA256.hash(canonical, "hex");
 }
 
 function answerResponse({ status, body, etag }: KeptAnswer, replayed: boolean): Response {
