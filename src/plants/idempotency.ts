@@ -5,7 +5,7 @@ import { errorJson, HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { routeError } from "../http/models";
 import { plantETag } from "./etag";
 import { plantJson } from "./fields";
-import { VALUE_FIELDS } from "./model";
+import { presentValues } from "./model";
 
 /** 1 to 255 visible ASCII characters (SPEC, "Retrying a create safely"). */
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -23,7 +23,7 @@ export function idempotencyKeyOf(request: Request): string | undefined {
 
 /** Of the plant's fields, so other spacing or key order is the same request. */
 function requestHash(plant: NewPlant): string {
-  const canonical = JSON.stringify(["POST", "/plants", String(plant.id), ...VALUE_FIELDS.map((f) => plant[f] ?? null)]);
+  const canonical = JSON.stringify(["POST", "/plants", String(plant.id), ...presentValues(plant)]);
   return Bun.SHA256.hash(canonical, "hex");
 }
 

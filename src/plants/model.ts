@@ -31,6 +31,9 @@ export const plantModels = {
 export const PLANT_FIELDS = Object.keys(plantModels.NewPlant.properties) as Array<"id" | keyof Plant>;
 /** The fields a plant's owner sets (all but the id). */
 export const VALUE_FIELDS = PLANT_FIELDS.filter((field) => field !== "id") as Array<keyof Plant>;
+/** The fields that hold a value, named, for ETags and request hashes: a new optional field leaves them as they were. */
+export const presentValues = (plant: Partial<Plant>) =>
+  VALUE_FIELDS.flatMap((f) => (plant[f] == null ? [] : [[f, plant[f]]]));
 
 export const FIELDS_DOC = {
   description:
