@@ -164,7 +164,7 @@ describe(`the outbox's events (${ENGINE})`, () => {
     expect(((await log.json()) as unknown[]).length).toBe(1);
     expect(await o.count("SELECT count(*) AS n FROM webhook_events")).toBe(1);
     // Once the fan-out can write again, the next read shows the waiting plant's delivery.
-    await o.run("DROP TRIGGER refuse" + (onPostgres ? " ON webhook_events" : ""));
+    await o.run(`DROP TRIGGER refuse${onPostgres ? " ON webhook_events" : ""}`);
     const later = await o.t.call("GET", `/webhooks/${endpoint}/deliveries`, { token: alice.token });
     expect(((await later.json()) as unknown[]).length).toBe(2);
   });
