@@ -22,10 +22,8 @@ export function idempotencyKeyOf(request: Request): string | undefined {
 }
 
 /** Of the plant's fields, so other spacing or key order is the same request. */
-function requestHash(plant: NewPlant): string {
-  const canonical = JSON.stringify(["POST", "/plants", String(plant.id), ...presentValues(plant)]);
-  return Bun.SHA256.hash(canonical, "hex");
-}
+const requestHash = (plant: NewPlant) =>
+  Bun.SHA256.hash(JSON.stringify(["POST", "/plants", String(plant.id), ...presentValues(plant)]), "hex");
 
 function answerResponse({ status, body, etag }: KeptAnswer, replayed: boolean): Response {
   const headers: Record<string, string> = { "content-type": JSON_CONTENT_TYPE };
