@@ -5,7 +5,7 @@ import { errorJson, HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { routeError } from "../http/models";
 import { plantETag } from "./etag";
 import { plantJson } from "./fields";
-import { presentValues } from "./model";
+import { presentValues, VALUE_FIELDS } from "./model";
 
 /** 1 to 255 visible ASCII characters (SPEC, "Retrying a create safely"). */
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -49,7 +49,7 @@ export function keyedCreates(plants: PlantStore, ttlHours: number, clock: () => 
         requestHash: requestHash(plant),
         at,
         expiredAt: at - ttlHours * HOUR_MS,
-        created: { status: 200, body: plantJson(["name", "tag"], undefined, plant), etag: plantETag(plant.id, plant) },
+        created: { status: 200, body: plantJson(VALUE_FIELDS, undefined, plant), etag: plantETag(plant.id, plant) },
         taken: { status: 409, body: errorJson(409, TAKEN_MESSAGE) },
       };
       const outcome = await plants.createPlantOnce(ownerId, plant, keyed);
