@@ -385,7 +385,7 @@ describe(`fair delivery (${ENGINE})`, () => {
   test("an endpoint whose attempts keep failing rests: one probe per rest, other endpoints unaffected; a 2xx ends it", async () => {
     let up = false;
     const hook = receiver((request) => new Response("x", { status: request.path === "/ok" || up ? 200 : 500 }));
-    const rest = { failures: 5, restMs: 1_500 };
+    const rest = { failures: 5, restMs: 1_000 };
     // One attempt at a time, so the run of failures is counted without attempts in flight past it.
     const fairness = { circuit: rest, perEndpoint: 1 };
     const t = await appWithDispatcher({ retryDelaysMs: Array(20).fill(20), fairness });

@@ -12,7 +12,7 @@ setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 const IDLE_CONNECTIONS = 300;
 const LOW_LIMIT = 128;
 /** Long enough for a spinning accept loop to show: it would take a whole core of it. */
-const CPU_WINDOW_MS = 2_000;
+const CPU_WINDOW_MS = 1_000;
 
 let scratch: ReturnType<typeof scratchDir>;
 let server: RunningServer | undefined;
@@ -64,7 +64,7 @@ function openIdleConnections(url: string, count: number) {
 }
 
 const healthz = (url: string) =>
-  fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+  fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
     (response) => response.status,
     (error: Error) => error.name,
   );
