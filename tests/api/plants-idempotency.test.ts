@@ -79,6 +79,16 @@ describe(`Idempotency-Key on POST /plants (${ENGINE})`, () => {
       expect(await answer(await post(t, token, body, "retry-1"))).toEqual({ ...first, replayed: "true" });
     }
     expect(await plantIds(t, token)).toBe(`[{"id":${BIG}}]`);
+    // The kept ETag is the stored plant's, as GET gives it, with an empty tag or none too.
+    const stored = async (id: string) => (await t.call("GET", `/plants/${id}`, { token })).headers.get("etag");
+    expect(await stored(BIG)).toBe(first.etag);
+    for (const [id, rest] of [
+      ["5", ',"tag":""'],
+      ["6", ""],
+    ]) {
+      const kept = await answer(await post(t, token, `{"id":${id},"name":"Moss"${rest}}`, `etag-${id}`));
+      expect(await stored(id as string)).toBe(kept.etag);
+    }
     // Without the key the same create is an ordinary second create: 409.
     await expectError(await post(t, token, json), 409);
   });
