@@ -1,4 +1,6 @@
 import { Elysia } from "elysia";
+import { type ChangeFeed, createChangeFeed } from "./changes/feed";
+import { changeRoutes } from "./changes/routes";
 import type { Config } from "./config";
 import type { FaultLog } from "./core/fault";
 import { faultDetail } from "./core/fault";
@@ -28,6 +30,8 @@ export type AppConfig = Pick<
   | "swaggerPersistAuthorization"
   | "webhookAllowPrivate"
   | "idempotencyTtlHours"
+  | "changeStreamsPerToken"
+  | "maxChangeStreams"
 >;
 
 /** What the app shares with the layer that observes it (src/ops/observe.ts). */
@@ -47,6 +51,8 @@ export interface AppDeps {
   onPlantCreated?: () => void;
   /** How webhook hosts are resolved at registration (tests); the system's resolver otherwise. */
   resolveWebhookHost?: Resolver;
+  /** The live change streams; index.ts closes them at SIGTERM. One on these stores otherwise. */
+  feed?: ChangeFeed;
 }
 
 /** Request notes, metrics on these stores, and a lifecycle that starts out ready. */
@@ -73,6 +79,13 @@ export function createApp({
   ops = createOps(stores),
   onPlantCreated,
   resolveWebhookHost,
+  feed = createChangeFeed({
+    store: stores.changes,
+    tokens: stores.tokens,
+    log,
+    perToken: config.changeStreamsPerToken,
+    max: config.maxChangeStreams,
+  }),
 }: AppDeps) {
   const { plants, tokens, status } = stores;
   const limits = {
@@ -108,6 +121,7 @@ export function createApp({
         log,
       }),
     )
+    .use(changeRoutes({ changes: stores.changes, feed, tokens, limits, notes: ops.notes }))
     .use(
       plantRoutes({
         plants,

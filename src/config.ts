@@ -122,6 +122,9 @@ export function loadConfig(env: Env = process.env) {
     // 0 keeps deliveries forever, as 0 turns other limits off: "keep none" would lose the log.
     webhookRetentionDays: integerSetting(env, "WEBHOOK_RETENTION_DAYS", 30, 0, 36_500),
     idempotencyTtlHours: integerSetting(env, "IDEMPOTENCY_TTL_HOURS", 24, 1, 8_760),
+    changesRetentionHours: integerSetting(env, "CHANGES_RETENTION_HOURS", 72, 1, 8_760),
+    changeStreamsPerToken: integerSetting(env, "CHANGE_STREAMS_PER_TOKEN", 5, 1, 1_000),
+    maxChangeStreams: integerSetting(env, "MAX_CHANGE_STREAMS", 1_000, 1, 100_000),
   };
 }
 

@@ -1,4 +1,6 @@
 import { createApp, createOps } from "./app";
+import { createChangeFeed } from "./changes/feed";
+import { createChangeRetention } from "./changes/retention";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { StartupRefusal } from "./core/failures";
 import { faultSummary } from "./core/fault";
@@ -77,7 +79,15 @@ async function main() {
   });
   const retention = createDeliveryRetention({ store: stores.webhooks, days: config.webhookRetentionDays, log });
   const keyRetention = createIdempotencyRetention({ store: stores.plants, hours: config.idempotencyTtlHours, log });
-  const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake });
+  const changeRetention = createChangeRetention({ store: stores.changes, hours: config.changesRetentionHours, log });
+  const feed = createChangeFeed({
+    store: stores.changes,
+    tokens: stores.tokens,
+    log,
+    perToken: config.changeStreamsPerToken,
+    max: config.maxChangeStreams,
+  });
+  const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake, feed });
   let running: ReturnType<typeof serve>;
   try {
     running = serve(app, { ...config, log, access, ops });
@@ -103,6 +113,8 @@ async function main() {
     stopping = true;
     ops.lifecycle.state = "draining";
     lifecycle.info({ signal }, `${signal} received: finishing requests in flight, then closing`);
+    // Streams never finish by themselves: they end now, so their clients reconnect to another instance.
+    await feed.close();
     // One deadline for the drain and the webhook attempts in flight, so a hanging receiver
     // cannot double it; an attempt cut off is made again after its lease.
     const deadline = performance.now() + config.shutdownTimeoutMs;
@@ -111,6 +123,7 @@ async function main() {
     await dispatcher.stop(Math.max(0, deadline - performance.now()));
     await retention.stop();
     await keyRetention.stop();
+    await changeRetention.stop();
     await metricsServer?.stop(true);
     const attemptsLeft = dispatcher.inFlight();
     if (attemptsLeft > 0) {
@@ -144,6 +157,7 @@ async function main() {
   dispatcher.start();
   retention.start();
   keyRetention.start();
+  changeRetention.start();
   stores.status.checkInBackground();
   // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
   const url = `http://${config.host}:${running.server.port}`;

@@ -27,6 +27,12 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
     return response;
   }
 
+  /** A change stream is quiet between events by design: no idle timeout cuts it (its heartbeats keep proxies open). */
+  function untimed(request: Request, response: Response): Response {
+    if (response.headers.get("content-type") === "text/event-stream") server.timeout(request, 0);
+    return closingIfDraining(response);
+  }
+
   const observe = { access, notes: ops.notes, metrics: ops.metrics, routes: app.routes };
   const handle = observed((request) => app.fetch(request), observe);
   // Observed like any request (request id, access line), the one refusal built once.
@@ -44,7 +50,9 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
         "refused" in target
           ? unaddressable(new Request("http://localhost/", { method: request.method }), peer)
           : handle(target.request, peer);
-      return result instanceof Promise ? result.then(closingIfDraining) : closingIfDraining(result);
+      return result instanceof Promise
+        ? result.then((response) => untimed(request, response))
+        : closingIfDraining(result);
     },
     error(error) {
       log("unhandled server error", faultDetail(error));

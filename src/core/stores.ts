@@ -1,5 +1,6 @@
 // What the app needs from a database, whatever the engine. Writes settle once durable.
 
+import type { ChangeStore } from "./changes";
 import type { StoreFailureKind } from "./failures";
 import type { KeyedCreate, KeyedOutcome } from "./idempotency";
 import type { NewPlant, Plant } from "./plant";
@@ -79,6 +80,8 @@ export interface TokenStore {
   bootstrap(): Promise<IssuedToken | undefined>;
   list(): Promise<TokenListing[]>;
   revoke(tokenId: number): Promise<RevokeOutcome>;
+  /** Those of `tokenIds` that are still valid (not revoked). */
+  stillValid(tokenIds: number[]): Promise<Set<number>>;
 }
 
 export interface RequestLimiter {
@@ -100,6 +103,7 @@ export interface Stores {
   plants: PlantStore;
   tokens: TokenStore;
   webhooks: WebhookStore;
+  changes: ChangeStore;
   status: StoreStatus;
   /** Per token: per process on SQLite (one process owns the file), shared by every instance on PostgreSQL. */
   requestLimiter(perMinute: number, clock: Clock): RequestLimiter;

@@ -16,6 +16,21 @@ const fieldOf = (plant: PlantChange, field: string) => plant[field as keyof Plan
 /** `plant`'s values of `fields`, null for one it has not: what a conditional write compares. */
 export const valuesOf = (plant: Plant, fields: Fields) => fields.map(({ field }) => fieldOf(plant, field) ?? null);
 
+/**
+ * After an update that wrote nothing: `current` when the change leaves it as it is (and it is still
+ * `expected`), an update that succeeds without a change; undefined for a missing or changed plant.
+ */
+export function unchanged(current: Plant | undefined, change: PlantChange, fields: Fields, expected?: Plant) {
+  if (!current) return undefined;
+  const equal = (values: PlantChange, field: string) =>
+    (fieldOf(values, field) ?? null) === (fieldOf(current, field) ?? null);
+  const same = fields.every(
+    ({ field }) =>
+      (fieldOf(change, field) === undefined || equal(change, field)) && (!expected || equal(expected, field)),
+  );
+  return same ? current : undefined;
+}
+
 /** (owner, id, then per field: whether it changes, its value), then for a conditional update the expected values. */
 export function updateParams(ownerId: number, id: bigint, change: PlantChange, fields: Fields, expected?: Plant) {
   const changes = fields.flatMap(({ field }) => [fieldOf(change, field) !== undefined, fieldOf(change, field) ?? null]);

@@ -19,7 +19,11 @@ TypeRegistry.Set(
 );
 TypeRegistry.Set(
   "DecimalInt64",
-  (_schema, value) => typeof value === "string" && DECIMAL.test(value) && inInt64(BigInt(value)),
+  (schema: { minimum?: number }, value) =>
+    typeof value === "string" &&
+    DECIMAL.test(value) &&
+    inInt64(BigInt(value)) &&
+    (schema.minimum === undefined || BigInt(value) >= BigInt(schema.minimum)),
 );
 TypeRegistry.Set(
   "DecimalInt32",
@@ -64,7 +68,7 @@ export const Int64Param = (options: { description?: string; examples?: number[] 
     .Encode((value) => value.toString());
 
 /** Left as the checked string (read it with `BigInt()`), as Int32Query is. */
-export const Int64Query = (options: { description?: string } = {}) =>
+export const Int64Query = (options: { description?: string; minimum?: number } = {}) =>
   withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options }));
 
 /**
@@ -96,7 +100,8 @@ export const Text = (options: { minLength: number; maxLength: number; descriptio
 export function describeRule(schema: unknown, value?: unknown): string {
   const s = (schema ?? {}) as Record<string | symbol, unknown>;
   const kind = s[Kind];
-  if (kind === "Int64" || kind === "DecimalInt64") return `must be an integer between ${INT64_MIN} and ${INT64_MAX}`;
+  if (kind === "Int64" || kind === "DecimalInt64")
+    return `must be an integer between ${s.minimum ?? INT64_MIN} and ${INT64_MAX}`;
   if (kind === "DecimalInt32") return `must be an integer between ${s.minimum} and ${s.maximum}`;
   if (kind === "Text") {
     if (typeof value === "string" && value.includes("\0")) return "must not contain the character U+0000";

@@ -187,6 +187,7 @@ describe("OpenAPI document at /swagger/json", () => {
     const { document } = await fetchDocument();
     expect(Object.keys(document.paths).sort()).toEqual([
       "/plants",
+      "/plants/changes",
       "/plants/{id}",
       "/webhooks",
       "/webhooks/{id}",

@@ -219,7 +219,11 @@ describe.if(onSqlite)("the list answer with a small chunk", () => {
   test("every size and limit around the chunk gives the whole array, byte for byte", async () => {
     const { sqlite } = openDatabase({ path: ":memory:", synchronous: "FULL" });
     const chunk = 3;
-    const queries = createSqlitePlantStore(sqlite, inThreadWriter(sqlite, {}), chunk);
+    const queries = createSqlitePlantStore(sqlite, inThreadWriter(sqlite, {}), {
+      clock: Date.now,
+      logged: () => {},
+      listChunkSize: chunk,
+    });
     sqlite.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0), (2, 'b', 0)");
     const insert = sqlite.prepare("INSERT INTO plants (owner_id, id, name, tag) VALUES (?, ?, ?, ?)");
     const faults: unknown[] = [];

@@ -66,7 +66,7 @@ describe.if(onSqlite)("keyed creates on SQLite's group commit", () => {
     const owner = Number(
       sqlite.query<{ id: number }, []>("INSERT INTO users (name, created_at) VALUES ('a', 0) RETURNING id").get()?.id,
     );
-    await burst(createSqlitePlantStore(sqlite, writes), owner);
+    await burst(createSqlitePlantStore(sqlite, writes, { clock: Date.now, logged: () => {} }), owner);
     // 150 writes: a handful of commits, far fewer than one each.
     expect(commits).toBeGreaterThan(0);
     expect(commits).toBeLessThan(10);

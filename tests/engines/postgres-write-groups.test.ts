@@ -29,7 +29,7 @@ describe.if(onPostgres)("PostgreSQL group insert", () => {
   beforeEach(async () => {
     let recording: SQL;
     ({ client, sent, recording, owners } = await recordedPostgres());
-    const creates = createGroupInsert(recording, { maxSize: 50, concurrency: 2 });
+    const creates = createGroupInsert(recording, Date.now, { maxSize: 50, concurrency: 2 });
     insert = async (ownerId, id, name, tag) =>
       (await creates.insert(ownerId, { id, name, ...(tag === null ? {} : { tag }) })) !== undefined;
   });

@@ -81,7 +81,7 @@ describe.if(onSqlite)("bun run cli backup <file>", () => {
     expect(lines(stdout)).toEqual([
       `Backup written to ${copy}`,
       `Size: ${size} bytes`,
-      "Rows: idempotency_keys 0, plants 502, tokens 2, users 2, webhook_attempts 0, webhook_deliveries 0, webhook_events 0, webhooks 0",
+      "Rows: idempotency_keys 0, plant_changes 0, plants 502, tokens 2, users 2, webhook_attempts 0, webhook_deliveries 0, webhook_events 0, webhooks 0",
     ]);
     expect(allRows(copy)).toEqual(allRows(live));
     // One self-contained file: nothing beside it, not even the temporary name it was written under.
@@ -229,6 +229,7 @@ describe.if(onSqlite)("bun run db:migrate", () => {
     expect(tableNames(path)).toEqual([
       "__drizzle_migrations",
       "idempotency_keys",
+      "plant_changes",
       "plants",
       "sqlite_sequence",
       "tokens",

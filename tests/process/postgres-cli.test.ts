@@ -62,6 +62,7 @@ const MIGRATED = {
   tables: [
     "drizzle.__drizzle_migrations",
     "public.idempotency_keys",
+    "public.plant_changes",
     "public.plants",
     "public.rate_limits",
     "public.tokens",
@@ -158,6 +159,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       `Checked ${url}`,
       `Connected: PostgreSQL ${version}`,
       "Table idempotency_keys: 0 rows",
+      "Table plant_changes: 0 rows",
       "Table plants: 0 rows",
       "Table rate_limits: 0 rows",
       "Table tokens: 1 row",
@@ -184,6 +186,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(lines(stderr)).toEqual([
       ...[
         "idempotency_keys",
+        "plant_changes",
         "plants",
         "rate_limits",
         "tokens",
@@ -195,7 +198,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       ].map((table) => `plant-store: table ${table} is missing or cannot be read`),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
-    expect(lines(stdout).at(-1)).toBe("10 problems found.");
+    expect(lines(stdout).at(-1)).toBe("11 problems found.");
     expect(await contentsOf(url)).toEqual(EMPTY);
   });
 });

@@ -337,6 +337,8 @@ export async function makeTestApp(
       swaggerPersistAuthorization: options.swaggerPersistAuthorization ?? false,
       webhookAllowPrivate: options.webhookAllowPrivate ?? false,
       idempotencyTtlHours: options.idempotencyTtlHours ?? 24,
+      changeStreamsPerToken: options.changeStreamsPerToken ?? 5,
+      maxChangeStreams: options.maxChangeStreams ?? 1000,
     },
     onPlantCreated: options.onPlantCreated,
     resolveWebhookHost: options.resolveWebhookHost,

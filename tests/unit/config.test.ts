@@ -30,6 +30,9 @@ describe("configuration", () => {
       webhookRetryDelaysMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
       webhookRetentionDays: 30,
       idempotencyTtlHours: 24,
+      changesRetentionHours: 72,
+      changeStreamsPerToken: 5,
+      maxChangeStreams: 1000,
     });
   });
 

@@ -49,16 +49,16 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
  * if either is keyed it waits for the next group. A group failing on one row's data runs again one
  * by one, so only that create fails.
  */
-export function createGroupInsert(client: SQL, options: GroupOptions = {}) {
+export function createGroupInsert(client: SQL, clock: () => number, options: GroupOptions = {}) {
   async function insertRows(creates: Create[]): Promise<unknown[]> {
     const json = `[${creates.map(rowJson).join(",")}]`;
     if (creates.some((create) => create.keyed)) {
-      const rows = (await client.unsafe(IDEMPOTENCY_SQL.insertGroup, [json])) as KeyedRow[];
+      const rows = (await client.unsafe(IDEMPOTENCY_SQL.insertGroup, [json, clock()])) as KeyedRow[];
       return creates.map((create, i) =>
         create.keyed ? keyedResult(rows[i]) : rows[i]?.id == null ? undefined : rows[i],
       );
     }
-    const rows = (await client.unsafe(PLANT_SQL.insertGroup, [json])) as PlantRow[];
+    const rows = (await client.unsafe(PLANT_SQL.insertGroup, [json, clock()])) as PlantRow[];
     const inserted = new Map(rows.map((row) => [keyOf(row.ownerId, row.id), row]));
     return creates.map((create) => inserted.get(keyOf(create.ownerId, BigInt(create.plant.id))));
   }

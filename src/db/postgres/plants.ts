@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 import type { KeyedCreate, KeyedOutcome } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
-import { nthId, SHAPES, shapeOf, toPage, updateParams, valuesOf } from "../plants";
+import { nthId, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
 import { countOf } from "./client";
 import { createGroupInsert, type PlantRow } from "./group-insert";
 import { createGroups } from "./groups";
@@ -17,9 +17,24 @@ function toPlant(row: PlantRow): Plant {
 
 type Listed = Array<PlantRow & { id: string }>;
 
-/** Creates and deletes go in groups (groups.ts); every write commits before it resolves. */
-export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
-  const creates = createGroupInsert(client);
+export interface PostgresPlantStoreOptions {
+  clock?: () => number;
+  /** Told after each write that may have logged a change, once committed: its seq is stamped then. */
+  logged?: () => void;
+  listChunkSize?: number;
+}
+
+/** Creates and deletes go in groups (groups.ts); every write commits before it resolves, its change logged with it. */
+export function createPostgresPlantStore(
+  client: SQL,
+  { clock = Date.now, logged = () => {}, listChunkSize = LIST_CHUNK_SIZE }: PostgresPlantStoreOptions = {},
+): PlantStore {
+  const creates = createGroupInsert(client, clock);
+  const logging = async <T>(write: Promise<T>): Promise<T> => {
+    const result = await write;
+    logged();
+    return result;
+  };
   const pageTexts = SHAPES.map(PLANT_SQL.page);
   const idTexts = SHAPES.map(PLANT_SQL.ids);
 
@@ -31,27 +46,30 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
   // A delete the group did not make (the plant is gone, or locked) goes again alone, for its own answer.
   const removals = createGroups<{ ownerId: number; id: bigint }, boolean>(async (group) => {
     const json = `[${group.map(({ item }) => `{"o":${item.ownerId},"i":"${item.id}"}`).join(",")}]`;
-    const rows = (await client.unsafe(PLANT_SQL.deleteGroup, [json])) as Array<{ key: string }>;
+    const rows = (await client.unsafe(PLANT_SQL.deleteGroup, [json, clock()])) as Array<{ key: string }>;
     const gone = new Set(rows.map((row) => row.key));
     for (const { item, resolve, reject } of group) {
       if (gone.delete(`${item.ownerId}:${item.id}`)) resolve(true);
-      else client.unsafe(PLANT_SQL.deleteOne, [item.ownerId, item.id]).then((rows) => resolve(rows.length > 0), reject);
+      else
+        client
+          .unsafe(PLANT_SQL.deleteOne, [item.ownerId, item.id, clock()])
+          .then((rows) => resolve(rows.length > 0), reject);
     }
   });
 
   return {
     listChunkSize,
     async createPlant(ownerId: number, plant: NewPlant) {
-      const row = await creates.insert(ownerId, plant);
+      const row = await logging(creates.insert(ownerId, plant));
       return row && toPlant(row);
     },
 
     /** A record past its time holding the key is dropped, and the create sent again. */
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
-      const first = await creates.insertOnce(ownerId, plant, keyed);
+      const first = await logging(creates.insertOnce(ownerId, plant, keyed));
       if (first.kind !== "expired") return first;
       await client.unsafe(IDEMPOTENCY_SQL.dropExpired, [ownerId, keyed.key, new Date(keyed.expiredAt)]);
-      const second = await creates.insertOnce(ownerId, plant, keyed);
+      const second = await logging(creates.insertOnce(ownerId, plant, keyed));
       return second.kind === "expired" ? { kind: "busy" } : second;
     },
     pruneIdempotencyKeys: (before, count) => countOf(client, IDEMPOTENCY_SQL.prune, [new Date(before), count]),
@@ -70,14 +88,21 @@ export function createPostgresPlantStore(client: SQL, listChunkSize = LIST_CHUNK
 
     async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
-      const [row] = (await client.unsafe(sql, updateParams(ownerId, id, change, VALUE_FIELDS, expected))) as PlantRow[];
-      return row && toPlant(row);
+      const params = [...updateParams(ownerId, id, change, VALUE_FIELDS, expected), clock()];
+      const [row] = (await logging(client.unsafe(sql, params))) as PlantRow[];
+      if (row) return toPlant(row);
+      const [current] = (await client.unsafe(PLANT_SQL.get, [ownerId, id])) as PlantRow[];
+      return unchanged(current && toPlant(current), change, VALUE_FIELDS, expected);
     },
 
     // A conditional delete goes alone: its precondition is part of its own statement.
     deletePlant: async (ownerId, id, expected) =>
-      expected
-        ? (await client.unsafe(PLANT_SQL.deleteIf, [ownerId, id, ...valuesOf(expected, VALUE_FIELDS)])).length > 0
-        : removals.add({ ownerId, id }),
+      logging(
+        expected
+          ? client
+              .unsafe(PLANT_SQL.deleteIf, [ownerId, id, ...valuesOf(expected, VALUE_FIELDS), clock()])
+              .then((rows) => rows.length > 0)
+          : removals.add({ ownerId, id }),
+      ),
   };
 }

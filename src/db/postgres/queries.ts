@@ -21,6 +21,11 @@ const SET_CHANGE = VALUE_FIELDS.map(
   ({ column, type }, i) =>
     `"${column}" = CASE WHEN $${3 + 2 * i}::boolean THEN $${4 + 2 * i}::${type} ELSE "${column}" END`,
 ).join(", ");
+/** The change would leave the row as it is (each flag-and-value pair as SET_CHANGE binds them). */
+const CHANGES_NOTHING = VALUE_FIELDS.map(
+  ({ column, type }, i) =>
+    `"${column}" IS NOT DISTINCT FROM CASE WHEN $${3 + 2 * i}::boolean THEN $${4 + 2 * i}::${type} ELSE "${column}" END`,
+).join(" AND ");
 /** The row still holds the values bound from $`first` on. */
 const holds = (first: number) =>
   VALUE_FIELDS.map(({ column, type }, i) => `"${column}" IS NOT DISTINCT FROM $${first + i}::${type}`).join(" AND ");
@@ -33,30 +38,95 @@ function listSql({ tag, after }: PlantFilter, columns: string): string {
   return `SELECT ${columns} FROM plants WHERE ${where.join(" AND ")} ORDER BY id LIMIT $${where.length + 1}`;
 }
 
+/** A plant's columns read under their fields' names, from `table` (a DELETE ... USING has two ids). */
+const returningPlant = (table: string) =>
+  `${table}.owner_id AS "ownerId", ${PLANT_FIELDS.map(({ field, column }) => `${table}."${column}" AS "${field}"`).join(", ")}`;
+const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => `"${column}"`).join(", ");
+const FIELD_NAMES = PLANT_FIELDS.map(({ field }) => `"${field}"`).join(", ");
+/**
+ * The change log's part of a plant write: one change per row of `source` (a CTE returning the
+ * plant as `returningPlant` names it), in its order, its time the parameter `at` (ms). Its seq is
+ * stamped after commit (changes.ts).
+ */
+const logged = (source: string, type: string, at: string) => `logged AS (
+      INSERT INTO plant_changes (owner_id, type, at, ${CHANGE_COLUMNS})
+      SELECT "ownerId", '${type}', to_timestamp(${at}::float8 / 1000), ${FIELD_NAMES} FROM ${source}
+    )`;
+const AT_OF_UPDATE = `$${3 + 2 * VALUE_FIELDS.length}`;
+const AT_OF_UPDATE_IF = `$${3 + 3 * VALUE_FIELDS.length}`;
+const AT_OF_DELETE_IF = `$${3 + VALUE_FIELDS.length}`;
+
 export const PLANT_SQL = {
   ids: (filter: PlantFilter) => listSql(filter, '"id"'),
   page: (filter: PlantFilter) => listSql(filter, SELECT_PLANT),
   get: `SELECT ${SELECT_PLANT} FROM plants WHERE owner_id = $1 AND id = $2`,
-  /** In arrival order, which the outbox's trigger keeps; a taken (owner, id) is skipped. */
-  insertGroup: `INSERT INTO plants (${PLANT_COLUMNS})
-    SELECT ${PLANT_COLUMNS} FROM json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
-    ORDER BY ordinality
-    ON CONFLICT DO NOTHING
-    RETURNING owner_id AS "ownerId", ${SELECT_PLANT}`,
-  /** A locked plant is skipped, not waited for: its delete goes again alone (`deleteOne`). */
-  deleteGroup: `DELETE FROM plants USING (
-      SELECT p.owner_id, p.id FROM plants p
-      JOIN json_to_recordset($1::text::json) AS q(o integer, i bigint) ON p.owner_id = q.o AND p.id = q.i
-      FOR UPDATE OF p SKIP LOCKED
-    ) AS free
-    WHERE plants.owner_id = free.owner_id AND plants.id = free.id
-    RETURNING plants.owner_id::text || ':' || plants.id::text AS key`,
-  deleteOne: "DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING 1",
-  deleteIf: `DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND ${holds(3)} RETURNING 1`,
-  update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 RETURNING ${SELECT_PLANT}`,
+  /** In arrival order, which the outbox's trigger and the change log keep; a taken (owner, id) is skipped. $2: at. */
+  insertGroup: `WITH inserted AS (
+      INSERT INTO plants (${PLANT_COLUMNS})
+      SELECT ${PLANT_COLUMNS} FROM json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
+      ORDER BY ordinality
+      ON CONFLICT DO NOTHING
+      RETURNING ${returningPlant("plants")}
+    ), ${logged("inserted", "plant.created", "$2")}
+    SELECT * FROM inserted`,
+  /** A locked plant is skipped, not waited for: its delete goes again alone (`deleteOne`). $2: at. */
+  deleteGroup: `WITH gone AS (
+      DELETE FROM plants USING (
+        SELECT p.owner_id, p.id FROM plants p
+        JOIN json_to_recordset($1::text::json) AS q(o integer, i bigint) ON p.owner_id = q.o AND p.id = q.i
+        FOR UPDATE OF p SKIP LOCKED
+      ) AS free
+      WHERE plants.owner_id = free.owner_id AND plants.id = free.id
+      RETURNING ${returningPlant("plants")}
+    ), ${logged("gone", "plant.deleted", "$2")}
+    SELECT "ownerId"::text || ':' || "id"::text AS key FROM gone`,
+  deleteOne: `WITH gone AS (DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING ${returningPlant("plants")}),
+    ${logged("gone", "plant.deleted", "$3")} SELECT 1 FROM gone`,
+  deleteIf: `WITH gone AS (
+      DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND ${holds(3)} RETURNING ${returningPlant("plants")}
+    ), ${logged("gone", "plant.deleted", AT_OF_DELETE_IF)} SELECT 1 FROM gone`,
+  /** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
+  update: `WITH updated AS (
+      UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 AND NOT (${CHANGES_NOTHING})
+      RETURNING ${returningPlant("plants")}
+    ), ${logged("updated", "plant.updated", AT_OF_UPDATE)} SELECT ${FIELD_NAMES} FROM updated`,
   /** A racing write waits for the other's commit and checks the row as it is then: one of them matches. */
-  updateIf: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2
-    AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
+  updateIf: `WITH updated AS (
+      UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 AND NOT (${CHANGES_NOTHING})
+        AND ${holds(3 + 2 * VALUE_FIELDS.length)}
+      RETURNING ${returningPlant("plants")}
+    ), ${logged("updated", "plant.updated", AT_OF_UPDATE_IF)} SELECT ${FIELD_NAMES} FROM updated`,
+};
+
+const SELECT_CHANGE = `SELECT seq::float8 AS seq, owner_id AS "ownerId", type,
+  (extract(epoch FROM at) * 1000)::float8 AS at, ${SELECT_PLANT} FROM plant_changes`;
+
+/** The change log; readers see stamped changes only, in seq order (docs/decisions/0010-change-log-order.md). */
+export const CHANGE_SQL = {
+  page: `${SELECT_CHANGE} WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+  all: `${SELECT_CHANGE} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+  cursor: `SELECT GREATEST(coalesce((SELECT max(seq) FROM plant_changes WHERE owner_id = $1), 0),
+      u.changes_pruned_through)::float8 AS newest, u.changes_pruned_through::float8 AS "prunedThrough"
+    FROM users u WHERE u.id = $1`,
+  newest: "SELECT coalesce(max(seq), 0)::float8 AS newest FROM plant_changes",
+  unstamped: "SELECT EXISTS (SELECT 1 FROM plant_changes WHERE seq IS NULL) AS unstamped",
+  stampLock: "SELECT pg_advisory_xact_lock($1::int8)",
+  /** Under stampLock, taken in a statement before this one, so this one's snapshot sees the last stamp. */
+  stamp: `WITH next AS (
+      SELECT pos, row_number() OVER (ORDER BY pos) AS n FROM plant_changes WHERE seq IS NULL ORDER BY pos LIMIT $1
+    ), base AS (SELECT coalesce(max(seq), 0) AS s FROM plant_changes)
+    UPDATE plant_changes c SET seq = base.s + next.n FROM next, base WHERE c.pos = next.pos RETURNING 1`,
+  /** The oldest $2 stamped changes written before $1, never the newest; their owners' marks moved past them. */
+  prune: `WITH doomed AS (
+      SELECT pos FROM plant_changes WHERE at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
+      ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
+    ), gone AS (
+      DELETE FROM plant_changes c USING doomed WHERE c.pos = doomed.pos RETURNING c.owner_id, c.seq
+    ), marked AS (
+      UPDATE users u SET changes_pruned_through = GREATEST(u.changes_pruned_through, g.through)
+      FROM (SELECT owner_id, max(seq) AS through FROM gone GROUP BY owner_id) g WHERE u.id = g.owner_id
+    )
+    SELECT count(*)::int AS n FROM gone`,
 };
 
 export const TOKEN_SQL = {
@@ -73,6 +143,8 @@ export const TOKEN_SQL = {
     FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
   revoke: "UPDATE tokens SET revoked_at = $1::timestamptz WHERE id = $2 AND revoked_at IS NULL RETURNING id",
   exists: "SELECT id FROM tokens WHERE id = $1",
+  /** $1: a comma list of token ids. */
+  valid: "SELECT id FROM tokens WHERE id = ANY(string_to_array($1::text, ',')::int[]) AND revoked_at IS NULL",
 };
 
 export const IDEMPOTENCY_SQL = {
@@ -80,7 +152,7 @@ export const IDEMPOTENCY_SQL = {
    * A group holding a keyed create, so the plant and its kept answer commit together. $1: each
    * create's columns and, keyed, `key`, `hash`, `at`, `expired_at` (ms) and the answers created
    * (`cs`/`cb`/`ce`: status, body, ETag) and taken (`ts`/`tb`). A record another session wrote
-   * meanwhile fails it with 23505 (group-insert.ts). One row per create, in order.
+   * meanwhile fails it with 23505 (group-insert.ts). One row per create, in order. $2: at.
    */
   insertGroup: `WITH q AS (
       SELECT p.*, e.ordinality AS n, e.value->>'key' AS key, e.value->>'hash' AS hash,
@@ -99,8 +171,8 @@ export const IDEMPOTENCY_SQL = {
       INSERT INTO plants (${PLANT_COLUMNS})
       SELECT ${PLANT_COLUMNS} FROM q WHERE q.n NOT IN (SELECT n FROM kept) ORDER BY q.n
       ON CONFLICT DO NOTHING
-      RETURNING owner_id AS "ownerId", ${SELECT_PLANT}
-    ),
+      RETURNING ${returningPlant("plants")}
+    ), ${logged("inserted", "plant.created", "$2")},
     recorded AS (
       INSERT INTO idempotency_keys (owner_id, key, request_hash, status, body, etag, created_at)
       SELECT q.owner_id, q.key, q.hash, CASE WHEN i.id IS NULL THEN q.ts ELSE q.cs END,

@@ -9,6 +9,13 @@ export const users = pgTable("users", {
   id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
   name: text("name").notNull().unique(),
   createdAt: time("created_at").notNull(),
+  changesPrunedThrough: bigint("changes_pruned_through", { mode: "number" }).notNull().default(0),
+});
+
+const plantColumns = () => ({
+  id: bigint("id", { mode: "bigint" }).notNull(),
+  name: text("name").notNull(),
+  tag: text("tag"),
 });
 
 export const tokens = pgTable(
@@ -32,9 +39,7 @@ export const plants = pgTable(
     ownerId: integer("owner_id")
       .notNull()
       .references(() => users.id),
-    id: bigint("id", { mode: "bigint" }).notNull(),
-    name: text("name").notNull(),
-    tag: text("tag"),
+    ...plantColumns(),
   },
   // Partial, unlike SQLite's: whole, a generic plan would read a large owner's untagged list from
   // it and sort it (tests/engines/postgres-plan.test.ts); `tag = $n` implies the predicate.
@@ -43,6 +48,27 @@ export const plants = pgTable(
     index("plants_owner_tag_id_name_idx")
       .on(table.ownerId, table.tag, table.id, table.name)
       .where(sql`${table.tag} IS NOT NULL`),
+  ],
+);
+
+/**
+ * Unlike SQLite's, a change is written without its `seq`: a sequence value drawn before commit could
+ * commit after a larger one. Stamping gives each committed change its seq in one serialised step
+ * (docs/decisions/0010-change-log-order.md); readers see stamped changes only.
+ */
+export const plantChanges = pgTable(
+  "plant_changes",
+  {
+    pos: bigint("pos", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    seq: bigint("seq", { mode: "number" }).unique(),
+    ownerId: integer("owner_id").notNull(),
+    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] }).notNull(),
+    at: time("at").notNull(),
+    ...plantColumns(),
+  },
+  (table) => [
+    index("plant_changes_owner_seq_idx").on(table.ownerId, table.seq),
+    index("plant_changes_unstamped_idx").on(table.pos).where(sql`${table.seq} IS NULL`),
   ],
 );
 

@@ -3,6 +3,7 @@ import { storeFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import type { Stores } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
+import { createPostgresChangeStore } from "./changes";
 import { connect, migrate, type PostgresTarget } from "./client";
 import { createDeadline, withDeadline } from "./deadline";
 import { createPostgresPlantStore } from "./plants";
@@ -52,9 +53,12 @@ export function createPostgresStores(
   };
   // Not at the start: it would take a second connection while the start's reads wait for the first.
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
+  const changes = createPostgresChangeStore(client, log);
+  const plants = createPostgresPlantStore(client, { clock, logged: changes.logged });
   return {
     engine: "postgres",
-    plants: space.watch(withDeadline(createPostgresPlantStore(client), deadline), [
+    changes: withDeadline(changes, deadline),
+    plants: space.watch(withDeadline(plants, deadline), [
       "createPlant",
       "createPlantOnce",
       "updatePlant",

@@ -83,5 +83,10 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
       const [row] = await client.unsafe(TOKEN_SQL.exists, [tokenId]);
       return row ? "already-revoked" : "not-found";
     },
+
+    async stillValid(tokenIds) {
+      const rows = (await client.unsafe(TOKEN_SQL.valid, [tokenIds.join(",")])) as Array<{ id: number }>;
+      return new Set(rows.map((row) => row.id));
+    },
   };
 }

@@ -2,10 +2,9 @@ import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
-import { nthId, SHAPES, shapeOf, toPage, updateParams, valuesOf } from "../plants";
-import { IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
-
-import { countRows, type Writer } from "./writer";
+import { nthId, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
+import { CHANGE_SQL, IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
+import { countRows, type Write, type Writer } from "./writer";
 
 type Row = Record<string, unknown> & { id?: bigint };
 
@@ -22,8 +21,22 @@ const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
     field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
   );
 
-/** Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round them. */
-export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChunkSize = LIST_CHUNK_SIZE): PlantStore {
+export interface SqlitePlantStoreOptions {
+  clock: () => number;
+  /** Told after each write that may have logged a change, once committed. */
+  logged: () => void;
+  listChunkSize?: number;
+}
+
+/**
+ * Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round
+ * them. Every write that changes a plant logs the change in its own savepoint (CHANGE_SQL).
+ */
+export function createSqlitePlantStore(
+  sqlite: Database,
+  writes: Writer,
+  { clock, logged, listChunkSize = LIST_CHUNK_SIZE }: SqlitePlantStoreOptions,
+): PlantStore {
   const lists = SHAPES.map((shape) => ({
     rows: sqlite.prepare<Row, SQLQueryBindings[]>(listSql(shape, false)).safeIntegers(true),
     ids: sqlite.prepare<{ id: bigint }, SQLQueryBindings[]>(listSql(shape, true)).safeIntegers(true),
@@ -37,16 +50,29 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
     after ?? null,
     limit,
   ];
+  const log = (sql: string, ownerId: number, id: bigint, type: string, more: SQLQueryBindings[] = []): Write => ({
+    sql,
+    mode: "run",
+    params: [ownerId, id, type, clock(), ...more],
+  });
+  /** The write, once committed, then the feed told. */
+  async function logging<T>(steps: Write[], answer: number): Promise<T> {
+    const result = await writes.run<T>({ steps, answer });
+    logged();
+    return result;
+  }
 
   return {
     listChunkSize,
     async createPlant(ownerId: number, plant: NewPlant) {
-      const row = await writes.run<Row | null>({
+      const insert: Write = {
         sql: PLANT_SQL.insert,
         mode: "get",
         params: [ownerId, ...plantValues(plant)],
         exact: true,
-      });
+      };
+      const created = log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created");
+      const row = await logging<Row | null>([insert, created], 0);
       return row ? toPlant(row) : undefined;
     },
 
@@ -57,6 +83,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
         steps: [
           { sql: IDEMPOTENCY_SQL.dropExpired, mode: "run", params: [ownerId, key, keyed.expiredAt] },
           { sql: IDEMPOTENCY_SQL.insertPlant, mode: "run", params: [ownerId, key, ...plantValues(plant)] },
+          log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created"),
           {
             sql: IDEMPOTENCY_SQL.record,
             mode: "run",
@@ -70,6 +97,7 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
           { sql: IDEMPOTENCY_SQL.read, mode: "get", params: [ownerId, key] },
         ],
       });
+      logged();
       const answer = keptAnswer(row);
       return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
     },
@@ -94,15 +122,23 @@ export function createSqlitePlantStore(sqlite: Database, writes: Writer, listChu
     async updatePlant(ownerId, id, change, expected) {
       const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
       const params = updateParams(ownerId, id, change, VALUE_FIELDS, expected);
-      const row = await writes.run<Row | null>({ sql, mode: "get", params, exact: true });
-      return row ? toPlant(row) : undefined;
+      const update: Write = { sql, mode: "get", params, exact: true };
+      const row = await logging<Row | null>([update, log(CHANGE_SQL.logAfter, ownerId, id, "plant.updated")], 0);
+      if (row) return toPlant(row);
+      const current = get.get(ownerId, id);
+      return unchanged(current ? toPlant(current) : undefined, change, VALUE_FIELDS, expected);
     },
 
     async deletePlant(ownerId: number, id: bigint, expected?: Plant) {
-      const write = expected
-        ? { sql: PLANT_SQL.deleteIf, params: [ownerId, id, ...valuesOf(expected, VALUE_FIELDS)] }
-        : { sql: PLANT_SQL.delete, params: [ownerId, id] };
-      return Boolean(await writes.run({ ...write, mode: "get", exact: true }));
+      const was = expected ? valuesOf(expected, VALUE_FIELDS) : [];
+      const remove: Write = {
+        sql: expected ? PLANT_SQL.deleteIf : PLANT_SQL.delete,
+        mode: "get",
+        params: [ownerId, id, ...was],
+        exact: true,
+      };
+      const deleted = log(CHANGE_SQL.logBefore(expected !== undefined), ownerId, id, "plant.deleted", was);
+      return Boolean(await logging([deleted, remove], 1));
     },
   };
 }

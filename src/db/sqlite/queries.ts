@@ -20,6 +20,10 @@ export const VALUE_FIELDS = PLANT_FIELDS.filter(({ field }) => field !== "id");
 const SET_CHANGE = VALUE_FIELDS.map(
   ({ column }, i) => `${column} = CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`,
 ).join(", ");
+/** The change would leave the row as it is (each flag-and-value pair as SET_CHANGE binds them). */
+const CHANGES_NOTHING = VALUE_FIELDS.map(
+  ({ column }, i) => `${column} IS CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`,
+).join(" AND ");
 /** The row still holds the values bound from ?`first` on. */
 const holds = (first: number) => VALUE_FIELDS.map(({ column }, i) => `${column} IS ?${first + i}`).join(" AND ");
 
@@ -38,15 +42,44 @@ export const PLANT_SQL = {
     ON CONFLICT DO NOTHING RETURNING ${SELECT_PLANT}`,
   delete: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 RETURNING id",
   deleteIf: `DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 AND ${holds(3)} RETURNING id`,
-  update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 RETURNING ${SELECT_PLANT}`,
-  updateIf: `UPDATE plants SET ${SET_CHANGE}
-    WHERE owner_id = ?1 AND id = ?2 AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
+  /** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
+  update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 AND NOT (${CHANGES_NOTHING})
+    RETURNING ${SELECT_PLANT}`,
+  updateIf: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 AND NOT (${CHANGES_NOTHING})
+    AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
+};
+
+const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => column).join(", ");
+const LOG_CHANGE = `INSERT INTO plant_changes (owner_id, type, at, ${CHANGE_COLUMNS})
+  SELECT owner_id, ?3, ?4, ${CHANGE_COLUMNS} FROM plants WHERE owner_id = ?1 AND id = ?2`;
+const SELECT_CHANGE = `SELECT seq, owner_id AS ownerId, type, at, ${SELECT_PLANT} FROM plant_changes`;
+/** The oldest `?2` changes written before `?1`, never the newest (so its seq is never given again). */
+const PRUNABLE = `SELECT seq FROM plant_changes WHERE at < (?1 + 0)
+  AND seq < (SELECT max(seq) FROM plant_changes) ORDER BY seq LIMIT (?2 + 0)`;
+
+/** The change log, written in a plant write's own savepoint: (owner, id, type, at) first. */
+export const CHANGE_SQL = {
+  /** After a create or an update: the plant as it is now, when the write before changed it. */
+  logAfter: `${LOG_CHANGE} AND changes() > 0`,
+  /** Before a delete, with its conditions: the plant as it was. */
+  logBefore: (expected: boolean) => (expected ? `${LOG_CHANGE} AND ${holds(5)}` : LOG_CHANGE),
+  page: `${SELECT_CHANGE} WHERE owner_id = (?1 + 0) AND seq > (?2 + 0) ORDER BY seq LIMIT (?3 + 0)`,
+  all: `${SELECT_CHANGE} WHERE seq > (?1 + 0) ORDER BY seq LIMIT (?2 + 0)`,
+  cursor: `SELECT max(coalesce((SELECT max(seq) FROM plant_changes WHERE owner_id = (?1 + 0)), 0),
+      changes_pruned_through) AS newest, changes_pruned_through AS prunedThrough FROM users WHERE id = (?1 + 0)`,
+  newest: "SELECT coalesce(max(seq), 0) AS newest FROM plant_changes",
+  /** Then `prune`, in the same savepoint: the owners' marks first, from the same rows. */
+  markPruned: `UPDATE users SET changes_pruned_through = p.through FROM (
+      SELECT owner_id, max(seq) AS through FROM plant_changes WHERE seq IN (${PRUNABLE}) GROUP BY owner_id
+    ) AS p WHERE users.id = p.owner_id AND p.through > users.changes_pruned_through`,
+  prune: `DELETE FROM plant_changes WHERE seq IN (${PRUNABLE}) RETURNING 1`,
 };
 
 /** A keyed create as one savepoint's steps: `changes()` tells `record` the plant went in, `read` the record. */
 const PLANT_VALUES = PLANT_FIELDS.map((_, i) => `?${i + 3}`).join(", ");
 export const IDEMPOTENCY_SQL = {
   dropExpired: "DELETE FROM idempotency_keys WHERE owner_id = ?1 AND key = ?2 AND created_at <= ?3",
+  /** Then CHANGE_SQL.logAfter, which leaves `changes()` as it found it (1 or 0) for `record`. */
   insertPlant: `INSERT INTO plants (owner_id, ${PLANT_FIELDS.map(({ column }) => column).join(", ")})
     SELECT ?1, ${PLANT_VALUES} WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE owner_id = ?1 AND key = ?2)
     ON CONFLICT DO NOTHING`,
@@ -76,6 +109,7 @@ export const TOKEN_SQL = {
   revokedAt: "SELECT revoked_at FROM tokens WHERE id = ?1",
   revoke: "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL RETURNING id",
   touch: "UPDATE tokens SET last_used_at = ?1 WHERE id = ?2",
+  valid: "SELECT id FROM tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL",
 };
 
 export const STATUS_SQL = {

@@ -20,6 +20,15 @@ export const users = sqliteTable("users", {
   id: integer("id").primaryKey({ autoIncrement: true }),
   name: text("name").notNull().unique(),
   createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+  /** The newest of the user's changes pruned: a cursor before it has missed some (410). */
+  changesPrunedThrough: integer("changes_pruned_through").notNull().default(0),
+});
+
+/** A plant's own columns, declared once: the plants table and the change log both hold them. */
+const plantColumns = () => ({
+  id: int64("id").notNull(),
+  name: text("name").notNull(),
+  tag: text("tag"),
 });
 
 export const tokens = sqliteTable(
@@ -45,9 +54,7 @@ export const plants = sqliteTable(
     ownerId: integer("owner_id")
       .notNull()
       .references(() => users.id),
-    id: int64("id").notNull(),
-    name: text("name").notNull(),
-    tag: text("tag"),
+    ...plantColumns(),
   },
   // The key serves the per-owner list in id order; the tag index holds the name too, so a tagged
   // page is read from the index alone (bench/tag-index.ts).
@@ -55,6 +62,23 @@ export const plants = sqliteTable(
     primaryKey({ columns: [table.ownerId, table.id] }),
     index("plants_owner_tag_id_name_idx").on(table.ownerId, table.tag, table.id, table.name),
   ],
+);
+
+/**
+ * The change log (docs/api.md#following-changes): one row per create, changing update and delete,
+ * written in the plant's own transaction, holding the plant after the change (as it was, for a
+ * delete). One writer commits in `seq` order; the newest row is never pruned, so a seq is never reused.
+ */
+export const plantChanges = sqliteTable(
+  "plant_changes",
+  {
+    seq: integer("seq").primaryKey(),
+    ownerId: integer("owner_id").notNull(),
+    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] }).notNull(),
+    at: integer("at", { mode: "timestamp_ms" }).notNull(),
+    ...plantColumns(),
+  },
+  (table) => [index("plant_changes_owner_seq_idx").on(table.ownerId, table.seq)],
 );
 
 /** The secret is kept as issued: every delivery is signed with it (docs/webhooks.md). */

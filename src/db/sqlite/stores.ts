@@ -6,6 +6,7 @@ import { DAMAGED_CHECK_LOG_MESSAGE } from "../../core/health";
 import { createRateLimiter } from "../../core/rate-limit";
 import type { Stores } from "../../core/stores";
 import type { Clock } from "../../core/tokens";
+import { createSqliteChangeStore } from "./changes";
 import { closeDatabase } from "./client";
 import { checkIntegrity } from "./integrity";
 import { createSqlitePlantStore } from "./plants";
@@ -54,9 +55,11 @@ export function createSqliteStores(
             faultDetail(error),
           ),
       });
+  const changes = createSqliteChangeStore(sqlite, writes);
   return {
     engine: "sqlite",
-    plants: createSqlitePlantStore(sqlite, writes),
+    plants: createSqlitePlantStore(sqlite, writes, { clock, logged: changes.logged }),
+    changes,
     tokens: createSqliteTokenStore(sqlite, writes, clock),
     webhooks: createSqliteWebhookStore(sqlite, writes, clock),
     status: {

@@ -21,6 +21,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
   const revokedAt = sqlite.prepare<unknown, [number]>(TOKEN_SQL.revokedAt);
   const list = sqlite.prepare<unknown, []>(TOKEN_SQL.list);
   const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
+  const valid = sqlite.prepare<{ id: number }, [string]>(TOKEN_SQL.valid);
 
   /** One write per token at a time, however many requests come meanwhile. */
   const recording = new Set<number>();
@@ -84,5 +85,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
       const [row] = revokedAt.values(tokenId) as Array<[Millis]>;
       return row ? "already-revoked" : "not-found";
     },
+
+    stillValid: async (tokenIds) => new Set(valid.all(JSON.stringify(tokenIds)).map((row) => row.id)),
   };
 }

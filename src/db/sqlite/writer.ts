@@ -11,9 +11,10 @@ export interface Write {
   exact?: boolean;
 }
 
-/** Statements that stand or fall together, in a savepoint; the last one's result is the answer. */
+/** Statements that stand or fall together, in a savepoint; the result of step `answer` (the last by default) is the answer. */
 export interface Steps {
   steps: Write[];
+  answer?: number;
 }
 
 /** Counts the rows a bookkeeping `… RETURNING` write returns. */
@@ -45,10 +46,9 @@ export function statementRunner(sqlite: Database) {
     if (!("steps" in write)) return runOne(write);
     sqlite.run("SAVEPOINT steps");
     try {
-      let result: unknown;
-      for (const step of write.steps) result = runOne(step);
+      const results = write.steps.map(runOne);
       sqlite.run("RELEASE steps");
-      return result;
+      return results[write.answer ?? results.length - 1];
     } catch (error) {
       // An error that ended the transaction (disk full, I/O) took the savepoint with it.
       if (sqlite.inTransaction) {

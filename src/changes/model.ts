@@ -1,0 +1,58 @@
+import { t } from "elysia";
+import type { Change } from "../core/changes";
+import { CHANGE_TYPES } from "../core/changes";
+import { Int32Query, Int64, Int64Query, withOwnMessage } from "../http/types";
+import { plantJson } from "../plants/fields";
+import { PLANT_FIELDS, plantModels } from "../plants/model";
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 1000;
+
+export const changesQuery = t.Object({
+  after: t.Optional(
+    Int64Query({
+      minimum: 0,
+      description:
+        "Only changes after this seq (the `Link` header, `Changes-Cursor` or the last change's seq gives it); from the oldest kept when absent",
+    }),
+  ),
+  limit: t.Optional(
+    Int32Query({ minimum: 0, maximum: MAX_LIMIT, description: `How many changes at most (default ${DEFAULT_LIMIT})` }),
+  ),
+});
+
+export const changeModels = {
+  Change: withOwnMessage(
+    t.Object(
+      {
+        seq: t.Unsafe<number>({
+          type: "integer",
+          minimum: 1,
+          description: "Strictly increasing along your log; gaps are allowed",
+        }),
+        type: t.Union(
+          CHANGE_TYPES.map((type) => t.Literal(type)),
+          { description: "What happened to the plant" },
+        ),
+        timestamp: t.String({ format: "date-time", description: "When it was written, UTC with milliseconds" }),
+        data: t.Object(
+          { id: Int64({ description: "The plant's id" }), ...plantModels.Plant.properties },
+          { description: "The plant after the change (as it was, for plant.deleted)" },
+        ),
+      },
+      { description: "One change to one of your plants" },
+    ),
+  ),
+};
+
+/** The change as the feed (and the webhooks) show it: the plant's fields as its model declares them, the id exact. */
+export const changeJson = (change: Change) =>
+  `{"seq":${change.seq},"type":"${change.type}","timestamp":"${new Date(change.at).toISOString()}","data":${plantJson(
+    PLANT_FIELDS,
+    change.id,
+    change.plant,
+  )}}`;
+
+/** One Server-Sent Event: `id`, `event`, `data` and the blank line that ends it. */
+export const changeEvent = (change: Change) =>
+  `id: ${change.seq}\nevent: ${change.type}\ndata: ${changeJson(change)}\n\n`;

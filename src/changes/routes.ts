@@ -1,0 +1,116 @@
+import type { ChangeStore } from "../core/changes";
+import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import { errorResponses, modelResponse, routeErrors } from "../http/models";
+import { checkQueryNames } from "../http/query-names";
+import { type OnePlantDeps, plantBase } from "../plants/one-plant-routes";
+import type { ChangeFeed } from "./feed";
+import { gone } from "./feed";
+import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT } from "./model";
+
+const PARAMETERS: ReadonlySet<string> = new Set(["after", "limit"]);
+const HINT = "this operation takes after and limit; follow the Link header, or pass after=<the last seq you have>";
+const LAST_EVENT_ID = /^[0-9]{1,19}$/;
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** Last-Event-ID wins over `after`, as a reconnecting EventSource sends it. */
+function streamCursor(request: Request, after: string | undefined): bigint | undefined {
+  const header = request.headers.get("last-event-id");
+  if (header === null) return after === undefined ? undefined : BigInt(after);
+  const value = header.trim();
+  if (!LAST_EVENT_ID.test(value) || BigInt(value) > INT64_MAX) {
+    throw new HttpError(400, `Last-Event-ID: must be an integer between 0 and ${INT64_MAX}`);
+  }
+  return BigInt(value);
+}
+
+const wantsStream = (request: Request) => request.headers.get("accept")?.includes("text/event-stream") === true;
+
+const CURSOR_HEADER = {
+  "Changes-Cursor": {
+    description: "The newest seq in your log (0 when it is empty): follow from it after listing your plants",
+    schema: { type: "integer" as const, format: "int64" },
+  },
+};
+
+export type ChangeRoutesDeps = Pick<OnePlantDeps, "tokens" | "limits" | "notes"> & {
+  changes: ChangeStore;
+  feed: ChangeFeed;
+};
+
+export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
+  return plantBase(auth)
+    .model(changeModels)
+    .get(
+      "/changes",
+      async ({ query, user, request, set }) => {
+        checkQueryNames(request.url, PARAMETERS, HINT);
+        if (wantsStream(request)) {
+          const body = await feed.open(user.id, user.tokenId, streamCursor(request, query.after));
+          return new Response(body, {
+            headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
+          });
+        }
+        const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
+        const after = query.after === undefined ? 0n : BigInt(query.after);
+        const page = await changes.read(user.id, after, limit);
+        if (after < BigInt(page.prunedThrough)) throw gone(page.newest);
+        const last = page.changes.at(-1)?.seq;
+        const headers: Record<string, string> = {
+          "content-type": JSON_CONTENT_TYPE,
+          "changes-cursor": String(page.newest),
+        };
+        if (page.more && last !== undefined)
+          headers.link = `</plants/changes?after=${last}&limit=${limit}>; rel="next"`;
+        set.headers["changes-cursor"] = String(page.newest);
+        return new Response(`[${page.changes.map(changeJson).join(",")}]`, { headers });
+      },
+      {
+        query: changesQuery,
+        detail: {
+          summary: "Follow changes to your plants",
+          description:
+            "Your change log, oldest first: every create, changing update and delete of your plants, each with its `seq`. " +
+            "Poll with `after` (the `Link` header names the next page), or ask for `Accept: text/event-stream` to have " +
+            "each change sent as it commits (Server-Sent Events; resume with `Last-Event-ID`). To mirror your plants: " +
+            "take `Changes-Cursor` from `?limit=0`, list `GET /plants`, then follow from that cursor.",
+          operationId: "listChanges",
+          "x-parameters": [
+            {
+              name: "Last-Event-ID",
+              in: "header",
+              required: false,
+              description: "With `Accept: text/event-stream`: the seq of the last change you have (wins over `after`)",
+              schema: { type: "integer", format: "int64", minimum: 0 },
+            },
+          ],
+          responses: {
+            200: {
+              description:
+                "Your changes after `after`, oldest first; with `Accept: text/event-stream`, a stream of them",
+              content: {
+                ...modelResponse("", "Change", { array: true }).content,
+                "text/event-stream": {
+                  schema: { type: "string" as const },
+                  example:
+                    'id: 42\nevent: plant.created\ndata: {"seq":42,"type":"plant.created","timestamp":"2026-11-28T16:30:00.000Z","data":{"id":7,"name":"Fern"}}\n\n',
+                },
+              },
+              headers: {
+                ...CURSOR_HEADER,
+                Link: {
+                  description:
+                    'The next page while more changes are there: `</plants/changes?after=42&limit=100>; rel="next"`',
+                  schema: { type: "string" },
+                },
+              },
+            },
+            ...routeErrors({
+              400: "`after`, `limit` or `Last-Event-ID` is out of its range, or a parameter is unknown (the message names it)",
+              410: "The cursor is older than the oldest change kept (CHANGES_RETENTION_HOURS): list your plants again and follow from `Changes-Cursor`",
+            }),
+            ...errorResponses(401, 429, 500, 503),
+          },
+        },
+      },
+    );
+}

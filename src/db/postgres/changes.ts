@@ -1,0 +1,113 @@
+import type { SQL } from "bun";
+import type { Change, ChangeStore } from "../../core/changes";
+import type { FaultLog } from "../../core/fault";
+import { faultDetail } from "../../core/fault";
+import type { Plant } from "../../core/plant";
+import { countOf } from "./client";
+import { CHANGE_SQL, VALUE_FIELDS } from "./queries";
+
+/** The stamp's advisory lock key ("seq" in ASCII). */
+const STAMP_LOCK_KEY = 0x736571;
+const STAMP_BATCH = 1000;
+/** Stamps are announced on it; a wake-up only, never the data: a listener that was away gets nothing. */
+export const CHANGES_CHANNEL = "plant_changes";
+
+type Row = Record<string, unknown> & { seq: number; ownerId: number; type: Change["type"]; at: number; id: string };
+
+function toChange(row: Row): Change {
+  const plant: Record<string, unknown> = {};
+  for (const { field } of VALUE_FIELDS) if (row[field] !== null) plant[field] = row[field];
+  const { seq, ownerId, type, at, id } = row;
+  return { seq, ownerId, type, at, id: BigInt(id), plant: plant as unknown as Plant };
+}
+
+/**
+ * A change is written without its seq, in its plant's transaction; once committed, a stamp gives
+ * every committed change its seq in one step under an advisory lock, in the order they were
+ * written (docs/decisions/0010-change-log-order.md). A stamp runs after each write here, before a
+ * read that finds changes waiting (another instance's, or one cut off), and announces itself once.
+ */
+export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeStore & { logged(): void } {
+  let running: Promise<void> | undefined;
+  let again: Promise<void> | undefined;
+  const localWatchers = new Set<() => void>();
+
+  async function stampAll(): Promise<void> {
+    let stamped = 0;
+    for (;;) {
+      const count = await client.begin(async (tx) => {
+        await tx.unsafe(CHANGE_SQL.stampLock, [STAMP_LOCK_KEY]);
+        const rows = await tx.unsafe(CHANGE_SQL.stamp, [STAMP_BATCH]);
+        if (rows.length > 0) await tx.unsafe("SELECT pg_notify($1, '')", [CHANGES_CHANNEL]);
+        return rows.length;
+      });
+      stamped += count;
+      if (count < STAMP_BATCH) break;
+    }
+    if (stamped > 0) for (const wake of localWatchers) wake();
+  }
+
+  /** Resolves once a stamp that began after the call has ended; calls meanwhile share the next one. */
+  function stamp(): Promise<void> {
+    if (!running) {
+      running = stampAll().finally(() => {
+        running = undefined;
+      });
+      return running;
+    }
+    again ??= running
+      .catch(() => {})
+      .then(() => {
+        again = undefined;
+        return stamp();
+      });
+    return again;
+  }
+
+  async function stampWaiting(): Promise<void> {
+    const [{ unstamped }] = (await client.unsafe(CHANGE_SQL.unstamped)) as [{ unstamped: boolean }];
+    if (unstamped) await stamp();
+  }
+
+  const cursorOf = async (ownerId: number) =>
+    ((await client.unsafe(CHANGE_SQL.cursor, [ownerId])) as Array<{ newest: number; prunedThrough: number }>)[0] ?? {
+      newest: 0,
+      prunedThrough: 0,
+    };
+
+  return {
+    async read(ownerId, after, count) {
+      await stampWaiting();
+      const mark = await cursorOf(ownerId);
+      const rows = (await client.unsafe(CHANGE_SQL.page, [ownerId, after, count + 1])) as Row[];
+      const more = rows.length > count;
+      if (more) rows.pop();
+      const changes = rows.map(toChange);
+      return {
+        changes,
+        more,
+        newest: Math.max(mark.newest, changes.at(-1)?.seq ?? 0),
+        prunedThrough: mark.prunedThrough,
+      };
+    },
+    async readAll(after, count) {
+      await stampWaiting();
+      return ((await client.unsafe(CHANGE_SQL.all, [after, count])) as Row[]).map(toChange);
+    },
+    newest: async () => ((await client.unsafe(CHANGE_SQL.newest)) as [{ newest: number }])[0].newest,
+    prune: (before, count) => countOf(client, CHANGE_SQL.prune, [new Date(before), count]),
+    async watch(wake) {
+      localWatchers.add(wake);
+      const subscription = await client.listen(CHANGES_CHANNEL, wake);
+      return async () => {
+        localWatchers.delete(wake);
+        await subscription.unlisten();
+      };
+    },
+    logged() {
+      stamp().catch((error) =>
+        log("stamping the change log failed; the next read or write stamps it", faultDetail(error)),
+      );
+    },
+  };
+}

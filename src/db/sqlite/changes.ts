@@ -1,0 +1,73 @@
+import type { Database, SQLQueryBindings } from "bun:sqlite";
+import type { Change, ChangeStore } from "../../core/changes";
+import type { Plant } from "../../core/plant";
+import { CHANGE_SQL, VALUE_FIELDS } from "./queries";
+import type { Writer } from "./writer";
+
+type Row = Record<string, unknown> & { seq: bigint; ownerId: bigint; type: Change["type"]; at: bigint; id: bigint };
+
+/** A row as the log shows it; the plant's fields as the schema declares them, none null. */
+export function toChange(row: Row): Change {
+  const plant: Record<string, unknown> = {};
+  for (const { field } of VALUE_FIELDS) if (row[field] !== null) plant[field] = row[field];
+  return {
+    seq: Number(row.seq),
+    ownerId: Number(row.ownerId),
+    type: row.type,
+    at: Number(row.at),
+    id: row.id,
+    plant: plant as unknown as Plant,
+  };
+}
+
+/**
+ * One writer commits in seq order, so a reader never meets a smaller seq after a larger one. Its own
+ * writes wake the feed at once (`logged`); another process's are found by the feed's slow poll.
+ */
+export function createSqliteChangeStore(sqlite: Database, writes: Writer): ChangeStore & { logged(): void } {
+  const page = sqlite.prepare<Row, SQLQueryBindings[]>(CHANGE_SQL.page).safeIntegers(true);
+  const all = sqlite.prepare<Row, SQLQueryBindings[]>(CHANGE_SQL.all).safeIntegers(true);
+  const cursor = sqlite.prepare<{ newest: number; prunedThrough: number }, [number]>(CHANGE_SQL.cursor);
+  const newest = sqlite.prepare<{ newest: number }, []>(CHANGE_SQL.newest);
+  const watchers = new Set<() => void>();
+
+  return {
+    async read(ownerId, after, count) {
+      // The cursor first: a change committed between the two reads is then in the page, never past the cursor.
+      const mark = cursor.get(ownerId) ?? { newest: 0, prunedThrough: 0 };
+      const rows = page.all(ownerId, after, count + 1);
+      const more = rows.length > count;
+      if (more) rows.pop();
+      const changes = rows.map(toChange);
+      return {
+        changes,
+        more,
+        newest: Math.max(mark.newest, changes.at(-1)?.seq ?? 0),
+        prunedThrough: mark.prunedThrough,
+      };
+    },
+    readAll: async (after, count) => all.all(after, count).map(toChange),
+    newest: async () => newest.get()?.newest ?? 0,
+    async prune(before, count) {
+      const rows = await writes.run<unknown[]>(
+        {
+          steps: [
+            { sql: CHANGE_SQL.markPruned, mode: "run", params: [before, count] },
+            { sql: CHANGE_SQL.prune, mode: "all", params: [before, count] },
+          ],
+        },
+        { bookkeeping: true },
+      );
+      return rows.length;
+    },
+    async watch(wake) {
+      watchers.add(wake);
+      return async () => {
+        watchers.delete(wake);
+      };
+    },
+    logged() {
+      for (const wake of watchers) wake();
+    },
+  };
+}
