@@ -1,6 +1,7 @@
 import { t } from "elysia";
 import type { Change } from "../core/changes";
 import { CHANGE_TYPES } from "../core/changes";
+import { HttpError } from "../http/errors";
 import { Int32Query, Int64, Int64Query, withOwnMessage } from "../http/types";
 import { plantJson } from "../plants/fields";
 import { PLANT_FIELDS, plantModels } from "../plants/model";
@@ -56,3 +57,12 @@ export const changeJson = (change: Change) =>
 /** One Server-Sent Event: `id`, `event`, `data` and the blank line that ends it. */
 export const changeEvent = (change: Change) =>
   `id: ${change.seq}\nevent: ${change.type}\ndata: ${changeJson(change)}\n\n`;
+
+/** 410: the cursor is older than the oldest change kept. */
+export function gone(newest: number): HttpError {
+  return new HttpError(
+    410,
+    "after: changes after this cursor are no longer kept; list your plants again (GET /plants) and follow from the Changes-Cursor header of this answer.",
+    { "changes-cursor": String(newest) },
+  );
+}

@@ -1,11 +1,11 @@
-import type { ChangeStore } from "../core/changes";
-import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import type { Change, ChangeStore } from "../core/changes";
+import { HttpError } from "../http/errors";
 import { errorResponses, modelResponse, routeErrors } from "../http/models";
+import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import { type OnePlantDeps, plantBase } from "../plants/one-plant-routes";
 import type { ChangeFeed } from "./feed";
-import { gone } from "./feed";
-import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT } from "./model";
+import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT, gone, MAX_LIMIT } from "./model";
 
 const PARAMETERS: ReadonlySet<string> = new Set(["after", "limit"]);
 const HINT = "this operation takes after and limit; follow the Link header, or pass after=<the last seq you have>";
@@ -21,6 +21,27 @@ function streamCursor(request: Request, after: string | undefined): bigint | und
     throw new HttpError(400, `Last-Event-ID: must be an integer between 0 and ${INT64_MAX}`);
   }
   return BigInt(value);
+}
+
+type ChangePage = PageOf<bigint> & { changes: Change[] };
+
+/** The owner's log for the pager: keyed by seq; a cursor older than what is kept is a 410. */
+function changePages(store: ChangeStore, ownerId: number, limit: number) {
+  let newest = 0;
+  const reader: PageReader<bigint, ChangePage> & { newest(): number } = {
+    chunkSize: MAX_LIMIT,
+    async read(after = 0n, count) {
+      const page = await store.read(ownerId, after, count);
+      newest = page.newest;
+      if (after < BigInt(page.prunedThrough)) throw gone(page.newest);
+      const last = page.changes.at(-1);
+      return { ...page, count: page.changes.length, last: last === undefined ? after : BigInt(last.seq) };
+    },
+    json: (page) => `[${page.changes.map(changeJson).join(",")}]`,
+    link: (last) => `</plants/changes?after=${last}&limit=${limit}>; rel="next"`,
+    newest: () => newest,
+  };
+  return reader;
 }
 
 const wantsStream = (request: Request) => request.headers.get("accept")?.includes("text/event-stream") === true;
@@ -42,7 +63,7 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
     .model(changeModels)
     .get(
       "/changes",
-      async ({ query, user, request, set }) => {
+      async ({ query, user, request }) => {
         checkQueryNames(request.url, PARAMETERS, HINT);
         if (wantsStream(request)) {
           const body = await feed.open(user.id, user.tokenId, streamCursor(request, query.after));
@@ -51,18 +72,11 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
           });
         }
         const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
-        const after = query.after === undefined ? 0n : BigInt(query.after);
-        const page = await changes.read(user.id, after, limit);
-        if (after < BigInt(page.prunedThrough)) throw gone(page.newest);
-        const last = page.changes.at(-1)?.seq;
-        const headers: Record<string, string> = {
-          "content-type": JSON_CONTENT_TYPE,
-          "changes-cursor": String(page.newest),
-        };
-        if (page.more && last !== undefined)
-          headers.link = `</plants/changes?after=${last}&limit=${limit}>; rel="next"`;
-        set.headers["changes-cursor"] = String(page.newest);
-        return new Response(`[${page.changes.map(changeJson).join(",")}]`, { headers });
+        const pages = changePages(changes, user.id, limit);
+        // At most one read (limit ≤ chunkSize): nothing is streamed, so no fault can come after the status.
+        const answer = await pagedAnswer(pages, { after: BigInt(query.after ?? 0), limit, onFault: () => {} });
+        answer.headers.set("changes-cursor", String(pages.newest()));
+        return answer;
       },
       {
         query: changesQuery,

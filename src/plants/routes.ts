@@ -1,15 +1,15 @@
 import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
-import type { HotRead } from "../core/stores";
 import { type FaultResponder, HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorResponses, modelResponse, routeErrors } from "../http/models";
+import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
 import { plantETag } from "./etag";
 import { parseFields } from "./fields";
 import { IDEMPOTENCY_DOC, idempotencyKeyOf, keyedCreates, TAKEN_MESSAGE } from "./idempotency";
-import { longList, shortPage } from "./list-answer";
+import { plantPages } from "./list-answer";
 import { listPlantsQuery } from "./model";
 import { type OnePlantDeps, onePlantRoutes, plantBase } from "./one-plant-routes";
 import { ETAG_HEADER } from "./route-docs";
@@ -74,21 +74,22 @@ export function plantRoutes(deps: PlantRoutesDeps) {
       "",
       // Written so that Elysia compiles it synchronous (no `async`, no `return f(…)` nor `=> f(…)`):
       // a page read at once is then answered at once; a promise carries its own fault answer.
-      ({ query, user, request, set }) => {
+      ({ query, user, request }) => {
         checkQueryNames(request.url, LIST_PARAMETERS, LIST_PARAMETERS_HINT);
         const list = {
           ownerId: user.id,
           filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
           limit: query.limit === undefined ? undefined : Number(query.limit),
-          onFault: faultLogFor(request),
           fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
-        let answer: HotRead<Plant[] | Response>;
-        // A long list may be a streamed Response of the same array.
-        if (list.limit === undefined || list.limit > plants.listChunkSize) answer = longList(plants, list);
-        else answer = shortPage(plants, { ...list, limit: list.limit }, set);
+        let answer = pagedAnswer(plantPages(plants, list), {
+          ...list,
+          after: list.filter.after,
+          onFault: faultLogFor(request),
+        });
         if (answer instanceof Promise) answer = answer.catch(answerFor(request));
-        return answer as Plant[];
+        // Typed as the Plant[] it stands for, as the long list always was.
+        return answer as unknown as Plant[];
       },
       {
         query: listPlantsQuery,

@@ -5,9 +5,10 @@ import type { TokenStore, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
+import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { RequestNotes } from "../ops/request-id";
-import { deliveriesAnswer } from "./deliveries-answer";
+import { deliveryPages } from "./deliveries-answer";
 import { deliveriesQuery, webhookIdParams, webhookModels } from "./model";
 import { AddressRefused, checkedAddress, type Resolver } from "./send";
 import { newSecret } from "./signing";
@@ -125,22 +126,19 @@ export function webhookRoutes({
     )
     .get(
       "/:id/deliveries",
-      async ({ params, query, user, request, set }) => {
+      ({ params, query, user, request }) => {
         checkQueryNames(
           request.url,
           DELIVERIES_PARAMETERS,
           "this operation takes limit and after. To page, give limit and follow the Link header",
         );
-        const answer = await deliveriesAnswer(webhooks, {
-          ownerId: user.id,
-          webhookId: Number(params.id),
+        const limit = query.limit === undefined ? undefined : Number(query.limit);
+        const pages = deliveryPages(webhooks, { ownerId: user.id, webhookId: Number(params.id), limit });
+        return pagedAnswer(pages, {
           after: query.after,
-          limit: query.limit === undefined ? undefined : Number(query.limit),
+          limit,
           onFault: (error) => log("listing webhook deliveries failed mid-answer", error, request),
         });
-        if (answer instanceof Response) return answer;
-        if (answer.link) set.headers.link = answer.link;
-        return answer.deliveries;
       },
       {
         params: webhookIdParams,

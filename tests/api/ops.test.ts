@@ -109,7 +109,7 @@ async function appOnFillableDisk() {
         if (key === "unsafe")
           return (sql: string, params?: unknown[]) => {
             if (sql === STATUS_SQL.room) probes++;
-            const writes = sql === STATUS_SQL.room || /^\s*INSERT\b/i.test(sql);
+            const writes = sql === STATUS_SQL.room || /\bINSERT\s+INTO\b/i.test(sql);
             return full && writes ? Promise.reject(diskFull()) : target.unsafe(sql, params);
           };
         const value = Reflect.get(target, key);

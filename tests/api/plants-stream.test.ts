@@ -3,7 +3,8 @@ import { LIST_CHUNK_SIZE } from "../../src/core/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqlitePlantStore } from "../../src/db/sqlite/plants";
 import { inThreadWriter } from "../../src/db/sqlite/writer";
-import { longList } from "../../src/plants/list-answer";
+import { pagedAnswer } from "../../src/http/pager";
+import { plantPages } from "../../src/plants/list-answer";
 import { makeTestApp, onSqlite, type TestApp } from "../support/helpers";
 
 const CHUNK = LIST_CHUNK_SIZE;
@@ -238,13 +239,9 @@ describe.if(onSqlite)("the list answer with a small chunk", () => {
         tag: (i + 1) % 3 === 0 ? null : `t${i + 1}`,
       }));
       for (const limit of [undefined, ...Array.from({ length: size + 2 }, (_, i) => i)]) {
-        const answer = await longList(queries, {
-          ownerId: 1,
-          filter: {},
-          limit,
-          onFault: (error) => faults.push(error),
-        });
-        const text = answer instanceof Response ? await answer.text() : JSON.stringify(answer);
+        const pages = plantPages(queries, { ownerId: 1, filter: {}, limit });
+        const answer = await pagedAnswer(pages, { after: undefined, limit, onFault: (error) => faults.push(error) });
+        const text = await answer.text();
         expect(text).toBe(expectedBody(all.slice(0, limit)));
       }
     }

@@ -3,8 +3,9 @@ import type { Change, ChangeStore } from "../../core/changes";
 import type { FaultLog } from "../../core/fault";
 import { faultDetail } from "../../core/fault";
 import type { Plant } from "../../core/plant";
+import { CHANGE_SQL } from "./change-queries";
 import { countOf } from "./client";
-import { CHANGE_SQL, VALUE_FIELDS } from "./queries";
+import { VALUE_FIELDS } from "./queries";
 
 /** The stamp's advisory lock key ("seq" in ASCII). */
 const STAMP_LOCK_KEY = 0x736571;

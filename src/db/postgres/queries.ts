@@ -9,7 +9,7 @@ import { plants } from "./schema";
 export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
   .filter(([field]) => field !== "ownerId")
   .map(([field, c]) => ({ field, column: c.name, int64: c.dataType === "bigint", type: c.getSQLType() }));
-const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
+export const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
   field === column ? `"${column}"` : `"${column}" AS "${field}"`,
 ).join(", ");
 const PLANT_COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
@@ -98,37 +98,6 @@ export const PLANT_SQL = {
     ), ${logged("updated", "plant.updated", AT_OF_UPDATE_IF)} SELECT ${FIELD_NAMES} FROM updated`,
 };
 
-const SELECT_CHANGE = `SELECT seq::float8 AS seq, owner_id AS "ownerId", type,
-  (extract(epoch FROM at) * 1000)::float8 AS at, ${SELECT_PLANT} FROM plant_changes`;
-
-/** The change log; readers see stamped changes only, in seq order (docs/decisions/0010-change-log-order.md). */
-export const CHANGE_SQL = {
-  page: `${SELECT_CHANGE} WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-  all: `${SELECT_CHANGE} WHERE seq > $1 ORDER BY seq LIMIT $2`,
-  cursor: `SELECT GREATEST(coalesce((SELECT max(seq) FROM plant_changes WHERE owner_id = $1), 0),
-      u.changes_pruned_through)::float8 AS newest, u.changes_pruned_through::float8 AS "prunedThrough"
-    FROM users u WHERE u.id = $1`,
-  newest: "SELECT coalesce(max(seq), 0)::float8 AS newest FROM plant_changes",
-  unstamped: "SELECT EXISTS (SELECT 1 FROM plant_changes WHERE seq IS NULL) AS unstamped",
-  stampLock: "SELECT pg_advisory_xact_lock($1::int8)",
-  /** Under stampLock, taken in a statement before this one, so this one's snapshot sees the last stamp. */
-  stamp: `WITH next AS (
-      SELECT pos, row_number() OVER (ORDER BY pos) AS n FROM plant_changes WHERE seq IS NULL ORDER BY pos LIMIT $1
-    ), base AS (SELECT coalesce(max(seq), 0) AS s FROM plant_changes)
-    UPDATE plant_changes c SET seq = base.s + next.n FROM next, base WHERE c.pos = next.pos RETURNING 1`,
-  /** The oldest $2 stamped changes written before $1, never the newest; their owners' marks moved past them. */
-  prune: `WITH doomed AS (
-      SELECT pos FROM plant_changes WHERE at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
-      ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
-    ), gone AS (
-      DELETE FROM plant_changes c USING doomed WHERE c.pos = doomed.pos RETURNING c.owner_id, c.seq
-    ), marked AS (
-      UPDATE users u SET changes_pruned_through = GREATEST(u.changes_pruned_through, g.through)
-      FROM (SELECT owner_id, max(seq) AS through FROM gone GROUP BY owner_id) g WHERE u.id = g.owner_id
-    )
-    SELECT count(*)::int AS n FROM gone`,
-};
-
 export const TOKEN_SQL = {
   /** $1: a comma list of hashes. */
   findActive: `SELECT hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt" FROM tokens
@@ -196,36 +165,6 @@ export const IDEMPOTENCY_SQL = {
       ) RETURNING 1
     )
     SELECT count(*)::int AS n FROM gone`,
-};
-
-/**
- * Takes up to $2 from each bucket $1 (comma lists; $3 per minute, $4 now ms, $5 refill per ms), locked
- * in key order so instances never deadlock. A row another instance just created gets no answer: ask again.
- */
-const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
-export const RATE_LIMIT_SQL = {
-  lease: `WITH asked AS (
-      SELECT key, n FROM unnest(${ASKED_KEYS}, string_to_array($2::text, ',')::int4[]) AS asked(key, n)
-    ),
-    held AS (SELECT key, tokens, updated_at FROM rate_limits WHERE key = ANY(${ASKED_KEYS}) ORDER BY key FOR UPDATE),
-    taken AS (
-      SELECT held.key, bucket.refilled, LEAST(asked.n, floor(bucket.refilled))::int AS granted,
-        GREATEST(held.updated_at, $4::float8) AS updated_at
-      FROM held JOIN asked USING (key),
-        LATERAL (SELECT LEAST($3::float8, held.tokens + GREATEST(0, $4::float8 - held.updated_at) * $5::float8) AS refilled) AS bucket
-    ),
-    spent AS (
-      UPDATE rate_limits SET tokens = taken.refilled - taken.granted, updated_at = taken.updated_at
-      FROM taken WHERE rate_limits.key = taken.key AND taken.granted > 0
-    ),
-    fresh AS (
-      INSERT INTO rate_limits (key, tokens, updated_at)
-      SELECT key, $3::float8 - LEAST(n, $3::float8), $4::float8 FROM asked WHERE key NOT IN (SELECT key FROM held)
-      ON CONFLICT (key) DO NOTHING
-      RETURNING key, tokens
-    )
-    SELECT key::float8 AS key, granted, refilled - granted AS tokens FROM taken
-    UNION ALL SELECT key::float8, ($3::float8 - tokens)::int, tokens FROM fresh`,
 };
 
 export const STATUS_SQL = {

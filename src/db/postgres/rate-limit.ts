@@ -5,7 +5,36 @@ import type { RequestLimiter } from "../../core/stores";
 import { systemTimers, type Timers } from "../../core/timers";
 import type { Clock } from "../../core/tokens";
 import { createGroups } from "./groups";
-import { RATE_LIMIT_SQL } from "./queries";
+
+/**
+ * Takes up to $2 from each bucket $1 (comma lists; $3 per minute, $4 now ms, $5 refill per ms), locked
+ * in key order so instances never deadlock. A row another instance just created gets no answer: ask again.
+ */
+const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
+export const RATE_LIMIT_SQL = {
+  lease: `WITH asked AS (
+      SELECT key, n FROM unnest(${ASKED_KEYS}, string_to_array($2::text, ',')::int4[]) AS asked(key, n)
+    ),
+    held AS (SELECT key, tokens, updated_at FROM rate_limits WHERE key = ANY(${ASKED_KEYS}) ORDER BY key FOR UPDATE),
+    taken AS (
+      SELECT held.key, bucket.refilled, LEAST(asked.n, floor(bucket.refilled))::int AS granted,
+        GREATEST(held.updated_at, $4::float8) AS updated_at
+      FROM held JOIN asked USING (key),
+        LATERAL (SELECT LEAST($3::float8, held.tokens + GREATEST(0, $4::float8 - held.updated_at) * $5::float8) AS refilled) AS bucket
+    ),
+    spent AS (
+      UPDATE rate_limits SET tokens = taken.refilled - taken.granted, updated_at = taken.updated_at
+      FROM taken WHERE rate_limits.key = taken.key AND taken.granted > 0
+    ),
+    fresh AS (
+      INSERT INTO rate_limits (key, tokens, updated_at)
+      SELECT key, $3::float8 - LEAST(n, $3::float8), $4::float8 FROM asked WHERE key NOT IN (SELECT key FROM held)
+      ON CONFLICT (key) DO NOTHING
+      RETURNING key, tokens
+    )
+    SELECT key::float8 AS key, granted, refilled - granted AS tokens FROM taken
+    UNION ALL SELECT key::float8, ($3::float8 - tokens)::int, tokens FROM fresh`,
+};
 
 /** An instance takes a key's budget from the shared bucket 1/SHARE_DIVISOR of a minute's worth at a time. */
 const SHARE_DIVISOR = 100;

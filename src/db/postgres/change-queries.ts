@@ -1,0 +1,32 @@
+import { SELECT_PLANT } from "./queries";
+
+const SELECT_CHANGE = `SELECT seq::float8 AS seq, owner_id AS "ownerId", type,
+  (extract(epoch FROM at) * 1000)::float8 AS at, ${SELECT_PLANT} FROM plant_changes`;
+
+/** The change log; readers see stamped changes only, in seq order (docs/decisions/0010-change-log-order.md). */
+export const CHANGE_SQL = {
+  page: `${SELECT_CHANGE} WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+  all: `${SELECT_CHANGE} WHERE seq > $1 ORDER BY seq LIMIT $2`,
+  cursor: `SELECT GREATEST(coalesce((SELECT max(seq) FROM plant_changes WHERE owner_id = $1), 0),
+      u.changes_pruned_through)::float8 AS newest, u.changes_pruned_through::float8 AS "prunedThrough"
+    FROM users u WHERE u.id = $1`,
+  newest: "SELECT coalesce(max(seq), 0)::float8 AS newest FROM plant_changes",
+  unstamped: "SELECT EXISTS (SELECT 1 FROM plant_changes WHERE seq IS NULL) AS unstamped",
+  stampLock: "SELECT pg_advisory_xact_lock($1::int8)",
+  /** Under stampLock, taken in a statement before this one, so this one's snapshot sees the last stamp. */
+  stamp: `WITH next AS (
+      SELECT pos, row_number() OVER (ORDER BY pos) AS n FROM plant_changes WHERE seq IS NULL ORDER BY pos LIMIT $1
+    ), base AS (SELECT coalesce(max(seq), 0) AS s FROM plant_changes)
+    UPDATE plant_changes c SET seq = base.s + next.n FROM next, base WHERE c.pos = next.pos RETURNING 1`,
+  /** The oldest $2 stamped changes written before $1, never the newest; their owners' marks moved past them. */
+  prune: `WITH doomed AS (
+      SELECT pos FROM plant_changes WHERE at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
+      ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
+    ), gone AS (
+      DELETE FROM plant_changes c USING doomed WHERE c.pos = doomed.pos RETURNING c.owner_id, c.seq
+    ), marked AS (
+      UPDATE users u SET changes_pruned_through = GREATEST(u.changes_pruned_through, g.through)
+      FROM (SELECT owner_id, max(seq) AS through FROM gone GROUP BY owner_id) g WHERE u.id = g.owner_id
+    )
+    SELECT count(*)::int AS n FROM gone`,
+};
