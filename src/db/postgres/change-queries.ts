@@ -18,10 +18,12 @@ export const CHANGE_SQL = {
       SELECT pos, row_number() OVER (ORDER BY pos) AS n FROM plant_changes WHERE seq IS NULL ORDER BY pos LIMIT $1
     ), base AS (SELECT coalesce(max(seq), 0) AS s FROM plant_changes)
     UPDATE plant_changes c SET seq = base.s + next.n FROM next, base WHERE c.pos = next.pos RETURNING 1`,
-  /** The oldest $2 stamped changes written before $1, never the newest; their owners' marks moved past them. */
+  /** Of the oldest $2 stamped changes, those written before $1, never the newest; their owners' marks moved past them. */
   prune: `WITH doomed AS (
-      SELECT pos FROM plant_changes WHERE at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
-      ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
+      SELECT pos FROM plant_changes
+      WHERE pos = ANY(ARRAY(SELECT pos FROM plant_changes WHERE seq IS NOT NULL ORDER BY seq LIMIT $2))
+        AND at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
+      FOR UPDATE SKIP LOCKED
     ), gone AS (
       DELETE FROM plant_changes c USING doomed WHERE c.pos = doomed.pos RETURNING c.owner_id, c.seq
     ), marked AS (

@@ -53,9 +53,12 @@ const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => column).join(", ");
 const LOG_CHANGE = `INSERT INTO plant_changes (owner_id, type, at, ${CHANGE_COLUMNS})
   SELECT owner_id, ?3, ?4, ${CHANGE_COLUMNS} FROM plants WHERE owner_id = ?1 AND id = ?2`;
 const SELECT_CHANGE = `SELECT seq, owner_id AS ownerId, type, at, ${SELECT_PLANT} FROM plant_changes`;
-/** The oldest `?2` changes written before `?1`, never the newest (so its seq is never given again). */
-const PRUNABLE = `SELECT seq FROM plant_changes WHERE at < (?1 + 0)
-  AND seq < (SELECT max(seq) FROM plant_changes) ORDER BY seq LIMIT (?2 + 0)`;
+/**
+ * Of the oldest `?2` changes, those written before `?1`, never the newest (so its seq is never
+ * given again): a batch looks at `?2` rows however large the log, and none when the oldest is young.
+ */
+const PRUNABLE = `SELECT seq FROM (SELECT seq, at FROM plant_changes ORDER BY seq LIMIT (?2 + 0))
+  WHERE at < (?1 + 0) AND seq < (SELECT max(seq) FROM plant_changes)`;
 
 /** The change log, written in a plant write's own savepoint: (owner, id, type, at) first. */
 export const CHANGE_SQL = {
