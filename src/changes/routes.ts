@@ -30,10 +30,11 @@ function changePages(store: ChangeStore, ownerId: number, limit: number) {
   let newest = 0;
   const reader: PageReader<bigint, ChangePage> & { newest(): number } = {
     chunkSize: MAX_LIMIT,
-    async read(after = 0n, count) {
-      const page = await store.read(ownerId, after, count);
+    async read(after, count) {
+      const page = await store.read(ownerId, after ?? 0n, count);
       newest = page.newest;
-      if (after < BigInt(page.prunedThrough)) throw gone(page.newest);
+      // Without a cursor the log is read from its oldest kept change.
+      if (after !== undefined && after < BigInt(page.prunedThrough)) throw gone(page.newest);
       const last = page.changes.at(-1);
       return { ...page, count: page.changes.length, last: last === undefined ? after : BigInt(last.seq) };
     },
@@ -74,7 +75,8 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
         const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
         const pages = changePages(changes, user.id, limit);
         // At most one read (limit ≤ chunkSize): nothing is streamed, so no fault can come after the status.
-        const answer = await pagedAnswer(pages, { after: BigInt(query.after ?? 0), limit, onFault: () => {} });
+        const after = query.after === undefined ? undefined : BigInt(query.after);
+        const answer = await pagedAnswer(pages, { after, limit, onFault: () => {} });
         answer.headers.set("changes-cursor", String(pages.newest()));
         return answer;
       },

@@ -836,3 +836,59 @@ describe("GET /plants/changes as a stream (Accept: text/event-stream)", () => {
     SLOW_MS,
   );
 });
+
+describe("CHANGES_RETENTION_HOURS: a cursor older than what is kept", () => {
+  /** Three changes, the first two pruned (as the retention pruner removes them); the seqs in order. */
+  async function pruneFirstTwo(): Promise<number[]> {
+    for (const id of ["1", "2", "3"]) await create(id, `p${id}`);
+    const seqs = (await all()).map((change) => change.seq);
+    const removed = await t.stores.changes.prune(Date.now() + 60_000, 2);
+    expect(removed).toBe(2);
+    return seqs;
+  }
+
+  test("after below the newest pruned change is 410 with the Error body and Changes-Cursor; at or past it, the rest", async () => {
+    const seqs = await pruneFirstTwo();
+    for (const after of ["0", String(seqs[0])]) {
+      const response = await get(`?after=${after}`);
+      expect(response.headers.get("changes-cursor")).toBe(String(seqs[2]));
+      expect(await expectError(response, 410)).toContain("Changes-Cursor");
+    }
+    const rest = await changes(`?after=${seqs[1]}`);
+    expect(rest.changes.map((change) => change.seq)).toEqual([seqs[2] as number]);
+  });
+
+  test("without after the log is read from its oldest kept change, and limit=0 gives the cursor", async () => {
+    const seqs = await pruneFirstTwo();
+    const page = await changes("");
+    expect(page.changes.map((change) => change.seq)).toEqual([seqs[2] as number]);
+    expect((await changes("?limit=0")).cursor).toBe(String(seqs[2]));
+  });
+
+  test("a stream from a pruned cursor is 410 too, before any event", async () => {
+    await pruneFirstTwo();
+    const stream = await openStream({ headers: { "last-event-id": "0" } });
+    expect(await expectError(stream.response, 410)).toContain("Changes-Cursor");
+  });
+});
+
+describe("CORS for the change feed", () => {
+  test("a browser on an allowed origin may send Last-Event-ID and read Changes-Cursor", async () => {
+    const cors = await makeTestApp({ corsOrigins: ["https://app.example.com"] });
+    const secret = await cors.tokenFor("alice");
+    const preflight = await cors.call("OPTIONS", "/plants/changes", {
+      headers: {
+        origin: "https://app.example.com",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "authorization, last-event-id",
+      },
+    });
+    const allowed = preflight.headers.get("access-control-allow-headers")?.toLowerCase().split(/,\s*/);
+    expect(allowed).toContain("last-event-id");
+    const answer = await cors.call("GET", "/plants/changes", {
+      token: secret,
+      headers: { origin: "https://app.example.com" },
+    });
+    expect(answer.headers.get("access-control-expose-headers")?.split(/,\s*/)).toContain("changes-cursor");
+  });
+});
