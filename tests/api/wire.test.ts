@@ -87,7 +87,7 @@ describe("safe defaults on the wire", () => {
       expect(preflight.headers.get("access-control-allow-origin")).toBe(allowed);
       expect(preflight.headers.get("access-control-allow-methods")).toBe("GET, POST, PUT, PATCH, DELETE");
       expect(preflight.headers.get("access-control-allow-headers")?.toLowerCase()).toBe(
-        "authorization, content-type, idempotency-key, if-match, if-none-match",
+        "authorization, content-type, idempotency-key, if-match, if-none-match, last-event-id",
       );
       expect(preflight.headers.get("access-control-allow-credentials")).toBeNull();
     });
