@@ -49,7 +49,7 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
       const result =
         "refused" in target
           ? unaddressable(new Request("http://localhost/", { method: request.method }), peer)
-          : handle(target.request, peer);
+          : handle(target.request, peer, () => server.timeout(request, 1));
       return result instanceof Promise
         ? result.then((response) => untimed(request, response))
         : closingIfDraining(result);

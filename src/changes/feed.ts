@@ -159,14 +159,14 @@ export function createChangeFeed({
      * A stream of the owner's changes after `after` (with none, only those made from now on):
      * 429 or 503 past the limits, 410 when `after` is older than what is kept.
      */
-    async open(ownerId: number, tokenId: number, after: bigint | undefined): Promise<ReadableStream<Uint8Array>> {
+    async open(ownerId: number, tokenId: number, after: bigint | undefined, cutOff?: () => void) {
       if (stopped)
         throw new HttpError(503, "The service is shutting down; reconnect in a moment.", { "retry-after": "1" });
       if ((byToken.get(tokenId) ?? 0) >= perToken)
         throw new HttpError(429, `This token has ${perToken} change streams open here already; close one.`, RETRY);
       if (open >= max) throw new HttpError(503, "This instance holds all the change streams it may; retry.", RETRY);
       const wasIdle = open === 0;
-      const stream = new ChangeStream(ownerId, tokenId, maxBehindBytes, timers.now, forget);
+      const stream = new ChangeStream(ownerId, tokenId, maxBehindBytes, timers.now, forget, cutOff);
       // Counted and registered before the first read, so a change committed meanwhile waits in `pending`.
       open++;
       count(tokenId, 1);

@@ -60,6 +60,7 @@ export type ChangeRoutesDeps = Pick<OnePlantDeps, "tokens" | "limits" | "notes">
 };
 
 export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
+  const { notes } = auth;
   return plantBase(auth)
     .model(changeModels)
     .get(
@@ -67,7 +68,8 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
       async ({ query, user, request }) => {
         checkQueryNames(request.url, PARAMETERS, HINT);
         if (wantsStream(request)) {
-          const body = await feed.open(user.id, user.tokenId, streamCursor(request, query.after));
+          const cursor = streamCursor(request, query.after);
+          const body = await feed.open(user.id, user.tokenId, cursor, notes.get(request)?.cutOff);
           return new Response(body, {
             headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
           });

@@ -36,6 +36,8 @@ export class ChangeStream {
     private readonly maxBehindBytes: number,
     private readonly now: () => number,
     private readonly onEnd: (stream: ChangeStream) => void,
+    /** A socket its client no longer reads does not close by itself: this closes it. */
+    private readonly cutOff: (() => void) | undefined,
   ) {
     this.lastSentAt = now();
     this.body = new ReadableStream<Uint8Array>(
@@ -64,7 +66,9 @@ export class ChangeStream {
     }
     this.lastSentAt = this.now();
     if (seq !== undefined) this.cursor = seq;
-    if ((this.controller.desiredSize ?? 0) < 0) this.end();
+    if ((this.controller.desiredSize ?? 0) >= 0) return;
+    this.end();
+    this.cutOff?.();
   }
 
   heartbeat(now: number, everyMs: number) {

@@ -11,7 +11,14 @@ export function wireDefaults(corsOrigins: readonly string[]) {
       // A function, so the match is exact: the plugin's string matching ignores the scheme.
       origin: (request) => allowed.has(request.headers.get("origin") ?? ""),
       methods: ["GET", "POST", "PUT", "PATCH", "DELETE"],
-      allowedHeaders: ["authorization", "content-type", "idempotency-key", "if-match", "if-none-match", "last-event-id"],
+      allowedHeaders: [
+        "authorization",
+        "content-type",
+        "idempotency-key",
+        "if-match",
+        "if-none-match",
+        "last-event-id",
+      ],
       exposeHeaders: [
         "changes-cursor",
         "etag",

@@ -5,8 +5,12 @@ import type { Metrics } from "./metrics";
 import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
 
 type Handler = (request: Request) => Response | Promise<Response>;
-/** `peer` gives the address of the socket's other end. */
-type ObservedHandler = (request: Request, peer?: () => string | undefined) => Response | Promise<Response>;
+/** `peer` gives the address of the socket's other end; `cutOff` closes its connection (RequestNote). */
+type ObservedHandler = (
+  request: Request,
+  peer?: () => string | undefined,
+  cutOff?: () => void,
+) => Response | Promise<Response>;
 
 export interface ObserveDeps {
   access: (line: AccessLine) => void;
@@ -57,9 +61,10 @@ export function observed(handle: Handler, { access, notes, metrics, routes }: Ob
     });
   }
 
-  return (request, peer = noAddress) => {
+  return (request, peer = noAddress, cutOff) => {
     const started = performance.now();
-    const note: RequestNote = { id: requestIdFor(request.headers.get("x-request-id")), userId: undefined, peer };
+    const id = requestIdFor(request.headers.get("x-request-id"));
+    const note: RequestNote = { id, userId: undefined, peer, cutOff };
     notes.set(request, note);
     metrics.requestStarted();
     let result: Response | Promise<Response>;

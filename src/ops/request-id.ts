@@ -6,6 +6,8 @@ export interface RequestNote {
   readonly peer: () => string | undefined;
   /** The client's address, once a failed authentication has been counted for it. */
   client?: string;
+  /** Closes the connection soon, even one whose client has stopped reading (a stream that fell behind). */
+  readonly cutOff?: () => void;
 }
 
 export type RequestNotes = WeakMap<Request, RequestNote>;
