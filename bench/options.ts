@@ -34,6 +34,8 @@ export const LARGE = env.BENCH_LARGE !== "0";
 export const BIG_LIST = env.BENCH_BIG_LIST !== "0";
 /** BENCH_WEBHOOK_BUDGET=0 skips the webhook-budget scenario (bench/webhook-budget.ts; SQLite only). */
 export const WEBHOOK_BUDGET = env.BENCH_WEBHOOK_BUDGET !== "0";
+/** BENCH_CHANGE_STREAMS=0 skips the change-streams scenario (bench/change-streams.ts; both engines). */
+export const CHANGE_STREAMS = env.BENCH_CHANGE_STREAMS !== "0";
 /** The big-list owner's plants (also read by `bun bench/big-list.ts`). */
 export const BIG_LIST_PLANTS = Number(env.BENCH_BIG_LIST_PLANTS ?? 1_000_000);
 /** BENCH_TOKENS: load tokens per user on every side (bench/load-tokens.ts), the default rate limit being on; unset: sized from a warm-up. */

@@ -20,15 +20,19 @@
  * wrk asks far more than a token's budget, so every side's load turns over many tokens per user
  * (bench/lua/many-tokens.lua), as many on every side, sized from the limit-off instance's warm-up
  * (BENCH_TOKENS overrides): the limited instances never answer 429 and the sides stay like for like.
+ *
+ * Then, on a database of its own on the same cluster, the change-streams scenario
+ * (bench/change-streams.ts; BENCH_CHANGE_STREAMS=0 skips it), with its own targets.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
+import { changeStreamsScenario, printChangeStreams } from "./change-streams";
 import { coldStarts } from "./cold-start";
 import { issueLoadTokens, tokensPerUser } from "./load-tokens";
-import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
+import { CHANGE_STREAMS, CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, POSTGRES_CONTENDERS, type PostgresContender, postgresReport } from "./postgres-report";
 import {
   type LoadTokens,
@@ -213,6 +217,14 @@ export async function postgresBench(): Promise<void> {
       `\nPlant Store on PostgreSQL vs baseline — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS} (2 instances: two wrk -t1, -c${half} and -c${CONNECTIONS - half}, one per instance, req/s summed, the worse p50 and p99), ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
     postgresReport(results, facts, rss, cold, perUser);
+    if (CHANGE_STREAMS) {
+      const database = await createDatabase(cluster.url, "bench_streams");
+      const streams = printChangeStreams(await changeStreamsScenario("postgres", database, join(logs, "streams")));
+      console.log(`\nChange-stream targets:\n  ${streams.lines.join("\n  ")}`);
+      console.log(
+        streams.met ? "\nAll change-stream targets met." : "\nSome change-stream targets are not met (see above).",
+      );
+    }
   } finally {
     for (const server of running) await server.stop();
     await cluster.stop();

@@ -13,7 +13,8 @@
  * read scenario on a 2,000-plant one (bench/large-store.ts), and the big-list scenario
  * (bench/big-list.ts: one owner's 1,000,000 plants read whole while /healthz is polled), and the
  * webhook-budget scenario (bench/webhook-budget.ts: the API with 10 endpoints refusing connections
- * against none).
+ * against none), and the change-streams scenario (bench/change-streams.ts: 1,000 idle SSE streams'
+ * CPU and memory, and a change's fan-out to them all).
  * Options: bench/options.ts. With `--engine postgres` (or BENCH_ENGINE=postgres), the same
  * scenarios on PostgreSQL instead (bench/postgres.ts).
  */
@@ -22,11 +23,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { baselineReport, tagIndexNote } from "./baseline-report";
 import { bigListScenario, printBigList } from "./big-list";
+import { changeStreamsScenario, printChangeStreams } from "./change-streams";
 import { coldStarts } from "./cold-start";
 import { floorReport, floorTargets } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
 import { issueLoadTokens, tokensPerUser } from "./load-tokens";
-import { BIG_LIST, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS, WEBHOOK_BUDGET } from "./options";
+import { BIG_LIST, CHANGE_STREAMS, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS, WEBHOOK_BUDGET } from "./options";
 import { type LoadTokens, readyForLoad, runRounds, SEED_PER_USER, spreadLoad, type TokenPair } from "./rounds";
 import {
   cli,
@@ -131,6 +133,11 @@ async function main() {
       const budget = printWebhookBudget(await webhookBudgetScenario(dir));
       allMet &&= budget.met;
       verdicts.push(budget.line);
+    }
+    if (CHANGE_STREAMS) {
+      const streams = printChangeStreams(await changeStreamsScenario("sqlite", join(dir, "streams.sqlite")));
+      allMet &&= streams.met;
+      verdicts.push(...streams.lines);
     }
     console.log(`\nTargets:\n  ${verdicts.join("\n  ")}`);
     console.log(allMet ? "\nAll targets met." : "\nSome targets are not met (see above).");
