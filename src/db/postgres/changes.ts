@@ -10,6 +10,8 @@ import { VALUE_FIELDS } from "./queries";
 /** The stamp's advisory lock key ("seq" in ASCII). */
 const STAMP_LOCK_KEY = 0x736571;
 const STAMP_BATCH = 1000;
+/** A write's stamp waits this long for others to share it: a stamp is a transaction of four statements. */
+const STAMP_SPACING_MS = 5;
 /** Stamps are announced on it; a wake-up only, never the data: a listener that was away gets nothing. */
 export const CHANGES_CHANNEL = "plant_changes";
 
@@ -31,6 +33,7 @@ function toChange(row: Row): Change {
 export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeStore & { logged(): void } {
   let running: Promise<void> | undefined;
   let again: Promise<void> | undefined;
+  let stampDue: ReturnType<typeof setTimeout> | undefined;
   const localWatchers = new Set<() => void>();
 
   async function stampAll(): Promise<void> {
@@ -105,10 +108,16 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
         await subscription.unlisten();
       };
     },
+    /** Writes that commit within STAMP_SPACING_MS of each other share a stamp. */
     logged() {
-      stamp().catch((error) =>
-        log("stamping the change log failed; the next read or write stamps it", faultDetail(error)),
-      );
+      if (stampDue) return;
+      stampDue = setTimeout(() => {
+        stampDue = undefined;
+        stamp().catch((error) =>
+          log("stamping the change log failed; the next read or write stamps it", faultDetail(error)),
+        );
+      }, STAMP_SPACING_MS);
+      stampDue.unref();
     },
   };
 }

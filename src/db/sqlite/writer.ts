@@ -42,18 +42,22 @@ export function statementRunner(sqlite: Database) {
     statement.run(...params);
     return undefined;
   };
+  // Prepared once: every create and delete runs in steps.
+  const savepoint = sqlite.prepare("SAVEPOINT steps");
+  const release = sqlite.prepare("RELEASE steps");
+  const rollback = sqlite.prepare("ROLLBACK TO steps");
   return (write: Write | Steps): unknown => {
     if (!("steps" in write)) return runOne(write);
-    sqlite.run("SAVEPOINT steps");
+    savepoint.run();
     try {
       const results = write.steps.map(runOne);
-      sqlite.run("RELEASE steps");
+      release.run();
       return results[write.answer ?? results.length - 1];
     } catch (error) {
       // An error that ended the transaction (disk full, I/O) took the savepoint with it.
       if (sqlite.inTransaction) {
-        sqlite.run("ROLLBACK TO steps");
-        sqlite.run("RELEASE steps");
+        rollback.run();
+        release.run();
       }
       throw error;
     }
