@@ -273,7 +273,7 @@ describe(`each write logs exactly one change, in its own transaction (${ENGINE})
     await c.run(
       onPostgres
         ? `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no room'; END $$;
-           CREATE TRIGGER refuse BEFORE INSERT ON plant_changes FOR EACH ROW EXECUTE FUNCTION refuse()`
+           CREATE TRIGGER refuse BEFORE INSERT ON plant_change_inbox FOR EACH ROW EXECUTE FUNCTION refuse()`
         : "CREATE TRIGGER refuse BEFORE INSERT ON plant_changes BEGIN SELECT RAISE(ABORT, 'no room'); END",
     );
     await expect(c.stores.plants.createPlant(c.alice, { id: 3, name: "Ivy" })).rejects.toThrow();
@@ -288,7 +288,7 @@ describe(`each write logs exactly one change, in its own transaction (${ENGINE})
     await expect(c.stores.plants.deletePlant(c.alice, 2n, { name: "Moss" })).rejects.toThrow();
     // A write that logs nothing still goes through.
     expect(await c.stores.plants.updatePlant(c.alice, 1n, {})).toEqual({ name: "Fern", tag: "green" });
-    await c.run(`DROP TRIGGER refuse${onPostgres ? " ON plant_changes" : ""}`);
+    await c.run(`DROP TRIGGER refuse${onPostgres ? " ON plant_change_inbox" : ""}`);
     // Nothing of the refused writes is there: the plants as they were, the key unused.
     expect(await c.stores.plants.getPlant(c.alice, 1n)).toEqual({ name: "Fern", tag: "green" });
     expect(await c.stores.plants.getPlant(c.alice, 2n)).toEqual({ name: "Moss" });
@@ -465,7 +465,7 @@ describe(`pruning (${ENGINE})`, () => {
 });
 
 describe(`a field of Plant reaches the change log from the schema alone (${ENGINE})`, () => {
-  const LOG_OWN = { sqlite: ["seq", "ownerId", "type", "at"], postgres: ["pos", "seq", "ownerId", "type", "at"] };
+  const LOG_OWN = { sqlite: ["seq", "ownerId", "type", "at"], postgres: ["seq", "ownerId", "type", "at"] };
   const schemas = { sqlite: sqliteSchema, postgres: postgresSchema } as const;
 
   const columnsOf = (table: Table) =>
@@ -491,6 +491,14 @@ describe(`a field of Plant reaches the change log from the schema alone (${ENGIN
       expect(changes.ownerId).toEqual(ownerId as (typeof changes)[string]);
     });
   }
+
+  test("postgres: the inbox where changes wait holds the log's columns, its seq aside", () => {
+    const { pos, ...inbox } = columnsOf(postgresSchema.plantChangeInbox);
+    const { seq, ...log } = columnsOf(postgresSchema.plantChanges);
+    expect(pos).toBeDefined();
+    expect(seq).toBeDefined();
+    expect(inbox).toEqual(log);
+  });
 
   test("the stores' value fields are the model's (src/plants/model.ts), on both engines", () => {
     const model = [...VALUE_FIELDS].sort();
@@ -535,11 +543,10 @@ describe.if(onPostgres)("ordering under a late commit (postgres)", () => {
     await held.unsafe("BEGIN");
     const json = JSON.stringify([{ owner_id: c.alice, id: "100", name: "late", tag: null }]);
     expect(await held.unsafe(PLANT_SQL.insertGroup, [json, T0])).toHaveLength(1);
-    const [heldRow] = (await held.unsafe("SELECT pos::float8 AS pos, seq FROM plant_changes WHERE id = 100")) as Array<{
+    const [heldRow] = (await held.unsafe("SELECT pos::float8 AS pos FROM plant_change_inbox WHERE id = 100")) as Array<{
       pos: number;
-      seq: number | null;
     }>;
-    expect(heldRow?.seq).toBeNull();
+    expect(heldRow?.pos).toBeGreaterThan(0);
 
     // Meanwhile plants are written and read (each read stamps what is waiting), by both owners.
     const shown: Change[] = [];
@@ -564,12 +571,12 @@ describe.if(onPostgres)("ordering under a late commit (postgres)", () => {
     expect(shown.map((change) => change.id)).toEqual([1n, 2n, 3n, 4n, 5n, 6n, 1n]);
     expect(before).toHaveLength(12);
     expectIncreasing(before.map((change) => change.seq));
-    // Each later change was written after the held one (a larger pos), and got its seq first.
-    const [{ n: laterPositions }] = (await look.unsafe(
-      "SELECT count(*)::int AS n FROM plant_changes WHERE pos > $1 AND seq IS NOT NULL",
-      [heldRow?.pos],
-    )) as [{ n: number }];
-    expect(laterPositions).toBe(11);
+    // Each later change was written after the held one (a larger pos), and got its seq first: none waits.
+    const [{ n: waiting }] = (await look.unsafe("SELECT count(*)::int AS n FROM plant_change_inbox")) as [
+      { n: number },
+    ];
+    expect(waiting).toBe(0);
+    expect(before.length - 1).toBe(11);
     const highest = Math.max(...before.map((change) => change.seq));
 
     await held.unsafe("COMMIT");

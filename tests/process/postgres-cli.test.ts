@@ -62,6 +62,7 @@ const MIGRATED = {
   tables: [
     "drizzle.__drizzle_migrations",
     "public.idempotency_keys",
+    "public.plant_change_inbox",
     "public.plant_changes",
     "public.plants",
     "public.rate_limits",
@@ -159,6 +160,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       `Checked ${url}`,
       `Connected: PostgreSQL ${version}`,
       "Table idempotency_keys: 0 rows",
+      "Table plant_change_inbox: 0 rows",
       "Table plant_changes: 0 rows",
       "Table plants: 0 rows",
       "Table rate_limits: 0 rows",
@@ -186,6 +188,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
     expect(lines(stderr)).toEqual([
       ...[
         "idempotency_keys",
+        "plant_change_inbox",
         "plant_changes",
         "plants",
         "rate_limits",
@@ -198,7 +201,7 @@ describe.if(onPostgres)("bun run cli check on PostgreSQL", () => {
       ].map((table) => `plant-store: table ${table} is missing or cannot be read`),
       `plant-store: ${TAGS.length} migrations pending`,
     ]);
-    expect(lines(stdout).at(-1)).toBe("11 problems found.");
+    expect(lines(stdout).at(-1)).toBe("12 problems found.");
     expect(await contentsOf(url)).toEqual(EMPTY);
   });
 });

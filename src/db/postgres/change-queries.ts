@@ -1,4 +1,4 @@
-import { SELECT_PLANT } from "./queries";
+import { CHANGE_COLUMNS, SELECT_PLANT } from "./queries";
 
 const SELECT_CHANGE = `SELECT seq::float8 AS seq, owner_id AS "ownerId", type,
   (extract(epoch FROM at) * 1000)::float8 AS at, ${SELECT_PLANT} FROM plant_changes`;
@@ -11,21 +11,27 @@ export const CHANGE_SQL = {
       u.changes_pruned_through)::float8 AS newest, u.changes_pruned_through::float8 AS "prunedThrough"
     FROM users u WHERE u.id = $1`,
   newest: "SELECT coalesce(max(seq), 0)::float8 AS newest FROM plant_changes",
-  unstamped: "SELECT EXISTS (SELECT 1 FROM plant_changes WHERE seq IS NULL) AS unstamped",
+  unstamped: "SELECT EXISTS (SELECT 1 FROM plant_change_inbox) AS unstamped",
   stampLock: "SELECT pg_advisory_xact_lock($1::int8)",
-  /** Under stampLock, taken in a statement before this one, so this one's snapshot sees the last stamp. */
-  stamp: `WITH next AS (
-      SELECT pos, row_number() OVER (ORDER BY pos) AS n FROM plant_changes WHERE seq IS NULL ORDER BY pos LIMIT $1
+  /**
+   * Under stampLock, taken in a statement before this one, so this one's snapshot sees the last
+   * stamp: up to $1 committed changes moved out of the inbox, numbered after the newest, in the order written.
+   */
+  stamp: `WITH moved AS (
+      DELETE FROM plant_change_inbox WHERE pos = ANY(ARRAY(SELECT pos FROM plant_change_inbox ORDER BY pos LIMIT $1))
+      RETURNING *
     ), base AS (SELECT coalesce(max(seq), 0) AS s FROM plant_changes)
-    UPDATE plant_changes c SET seq = base.s + next.n FROM next, base WHERE c.pos = next.pos RETURNING 1`,
-  /** Of the oldest $2 stamped changes, those written before $1, never the newest; their owners' marks moved past them. */
+    INSERT INTO plant_changes (seq, owner_id, type, at, ${CHANGE_COLUMNS})
+    SELECT base.s + row_number() OVER (ORDER BY pos), owner_id, type, at, ${CHANGE_COLUMNS} FROM moved, base
+    RETURNING 1`,
+  /** Of the oldest $2 changes, those written before $1, never the newest; their owners' marks moved past them. */
   prune: `WITH doomed AS (
-      SELECT pos FROM plant_changes
-      WHERE pos = ANY(ARRAY(SELECT pos FROM plant_changes WHERE seq IS NOT NULL ORDER BY seq LIMIT $2))
+      SELECT seq FROM plant_changes
+      WHERE seq = ANY(ARRAY(SELECT seq FROM plant_changes ORDER BY seq LIMIT $2))
         AND at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
       FOR UPDATE SKIP LOCKED
     ), gone AS (
-      DELETE FROM plant_changes c USING doomed WHERE c.pos = doomed.pos RETURNING c.owner_id, c.seq
+      DELETE FROM plant_changes c USING doomed WHERE c.seq = doomed.seq RETURNING c.owner_id, c.seq
     ), marked AS (
       UPDATE users u SET changes_pruned_through = GREATEST(u.changes_pruned_through, g.through)
       FROM (SELECT owner_id, max(seq) AS through FROM gone GROUP BY owner_id) g WHERE u.id = g.owner_id

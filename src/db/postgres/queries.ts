@@ -41,7 +41,7 @@ function listSql({ tag, after }: PlantFilter, columns: string): string {
 /** A plant's columns read under their fields' names, from `table` (a DELETE ... USING has two ids). */
 const returningPlant = (table: string) =>
   `${table}.owner_id AS "ownerId", ${PLANT_FIELDS.map(({ field, column }) => `${table}."${column}" AS "${field}"`).join(", ")}`;
-const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => `"${column}"`).join(", ");
+export const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => `"${column}"`).join(", ");
 const FIELD_NAMES = PLANT_FIELDS.map(({ field }) => `"${field}"`).join(", ");
 /**
  * The change log's part of a plant write: one change per row of `source` (a CTE returning the
@@ -49,7 +49,7 @@ const FIELD_NAMES = PLANT_FIELDS.map(({ field }) => `"${field}"`).join(", ");
  * stamped after commit (changes.ts).
  */
 const logged = (source: string, type: string, at: string) => `logged AS (
-      INSERT INTO plant_changes (owner_id, type, at, ${CHANGE_COLUMNS})
+      INSERT INTO plant_change_inbox (owner_id, type, at, ${CHANGE_COLUMNS})
       SELECT "ownerId", '${type}', to_timestamp(${at}::float8 / 1000), ${FIELD_NAMES} FROM ${source}
     )`;
 const AT_OF_UPDATE = `$${3 + 2 * VALUE_FIELDS.length}`;

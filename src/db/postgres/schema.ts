@@ -51,25 +51,27 @@ export const plants = pgTable(
   ],
 );
 
+const changeColumns = () => ({
+  ownerId: integer("owner_id").notNull(),
+  type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] }).notNull(),
+  at: time("at").notNull(),
+  ...plantColumns(),
+});
+
 /**
- * Unlike SQLite's, a change is written without its `seq`: a sequence value drawn before commit could
- * commit after a larger one. Stamping gives each committed change its seq in one serialised step
- * (docs/decisions/0010-change-log-order.md); readers see stamped changes only.
+ * Unlike SQLite's, a change is written without its `seq`, into this inbox: a sequence value drawn
+ * before commit could commit after a larger one. A stamp moves committed changes into
+ * plant_changes with their seq, in one serialised step (docs/decisions/0010-change-log-order.md).
  */
+export const plantChangeInbox = pgTable("plant_change_inbox", {
+  pos: bigint("pos", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+  ...changeColumns(),
+});
+
 export const plantChanges = pgTable(
   "plant_changes",
-  {
-    pos: bigint("pos", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
-    seq: bigint("seq", { mode: "number" }).unique(),
-    ownerId: integer("owner_id").notNull(),
-    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] }).notNull(),
-    at: time("at").notNull(),
-    ...plantColumns(),
-  },
-  (table) => [
-    index("plant_changes_owner_seq_idx").on(table.ownerId, table.seq),
-    index("plant_changes_unstamped_idx").on(table.pos).where(sql`${table.seq} IS NULL`),
-  ],
+  { seq: bigint("seq", { mode: "number" }).primaryKey(), ...changeColumns() },
+  (table) => [index("plant_changes_owner_seq_idx").on(table.ownerId, table.seq)],
 );
 
 export const webhooks = pgTable(
