@@ -65,7 +65,7 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
     .model(changeModels)
     .get(
       "/changes",
-      async ({ query, user, request }) => {
+      async ({ query, user, request, set }) => {
         checkQueryNames(request.url, PARAMETERS, HINT);
         if (wantsStream(request)) {
           const cursor = streamCursor(request, query.after);
@@ -78,8 +78,8 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
         const pages = changePages(changes, user.id, limit);
         // At most one read (limit ≤ chunkSize): nothing is streamed, so no fault can come after the status.
         const after = query.after === undefined ? undefined : BigInt(query.after);
-        const answer = await pagedAnswer(pages, { after, limit, onFault: () => {} });
-        answer.headers.set("changes-cursor", String(pages.newest()));
+        const answer = await pagedAnswer(pages, { after, limit, onFault: () => {} }, set.headers);
+        set.headers["changes-cursor"] = String(pages.newest());
         return answer;
       },
       {

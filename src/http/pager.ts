@@ -1,6 +1,6 @@
 import { andThen, type HotRead } from "../core/stores";
 import { nextTurn } from "../core/timers";
-import { jsonHeaders } from "./errors";
+import { JSON_CONTENT_TYPE, jsonHeaders } from "./errors";
 
 /** One read of a list: how many items it holds, whether more follow, and its last item's cursor. */
 export interface PageOf<Cursor> {
@@ -36,21 +36,24 @@ const linkOf = <C, P extends PageOf<C>>(reader: PageReader<C, P>, page: P) =>
 
 /**
  * The answer to a list request: one read when the page fits a chunk (at once when the read is),
- * else the page's end found first, so its `Link` goes out with the status and no item repeats on
- * the next page, then the items streamed a read per pull. A fault after the status cuts the body off.
+ * its JSON text with its headers set in `headers` (the framework's own, which it answers with
+ * anyway: a Response would have them copied in); else the page's end found first, so its `Link`
+ * goes out with the status and no item repeats on the next page, then the items streamed a read
+ * per pull. A fault after the status cuts the body off.
  */
 export function pagedAnswer<C, P extends PageOf<C>>(
   reader: PageReader<C, P>,
   asked: PageRequest<C>,
-): HotRead<Response> {
+  headers: Record<string, unknown>,
+): HotRead<string | Response> {
   const { after, limit } = asked;
-  if (limit !== undefined && limit <= reader.chunkSize) {
-    return andThen(
-      reader.read(after, limit),
-      (page) => new Response(reader.json(page), { headers: jsonHeaders(linkOf(reader, page)) }),
-    );
-  }
-  return longAnswer(reader, asked);
+  if (limit === undefined || limit > reader.chunkSize) return longAnswer(reader, asked);
+  return andThen(reader.read(after, limit), (page) => {
+    headers["content-type"] = JSON_CONTENT_TYPE;
+    const link = linkOf(reader, page);
+    if (link) headers.link = link;
+    return reader.json(page);
+  });
 }
 
 async function pageEnd<C, P extends PageOf<C>>(reader: PageReader<C, P>, after: C | undefined, limit: number) {

@@ -74,7 +74,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
       "",
       // Written so that Elysia compiles it synchronous (no `async`, no `return f(…)` nor `=> f(…)`):
       // a page read at once is then answered at once; a promise carries its own fault answer.
-      ({ query, user, request }) => {
+      ({ query, user, request, set }) => {
         checkQueryNames(request.url, LIST_PARAMETERS, LIST_PARAMETERS_HINT);
         const list = {
           ownerId: user.id,
@@ -82,11 +82,8 @@ export function plantRoutes(deps: PlantRoutesDeps) {
           limit: query.limit === undefined ? undefined : Number(query.limit),
           fields: query.fields === undefined ? undefined : parseFields(query.fields),
         };
-        let answer = pagedAnswer(plantPages(plants, list), {
-          ...list,
-          after: list.filter.after,
-          onFault: faultLogFor(request),
-        });
+        const asked = { ...list, after: list.filter.after, onFault: faultLogFor(request) };
+        let answer = pagedAnswer(plantPages(plants, list), asked, set.headers);
         if (answer instanceof Promise) answer = answer.catch(answerFor(request));
         // Typed as the Plant[] it stands for, as the long list always was.
         return answer as unknown as Plant[];

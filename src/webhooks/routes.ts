@@ -126,7 +126,7 @@ export function webhookRoutes({
     )
     .get(
       "/:id/deliveries",
-      ({ params, query, user, request }) => {
+      ({ params, query, user, request, set }) => {
         checkQueryNames(
           request.url,
           DELIVERIES_PARAMETERS,
@@ -134,11 +134,8 @@ export function webhookRoutes({
         );
         const limit = query.limit === undefined ? undefined : Number(query.limit);
         const pages = deliveryPages(webhooks, { ownerId: user.id, webhookId: Number(params.id), limit });
-        return pagedAnswer(pages, {
-          after: query.after,
-          limit,
-          onFault: (error) => log("listing webhook deliveries failed mid-answer", error, request),
-        });
+        const onFault = (error: unknown) => log("listing webhook deliveries failed mid-answer", error, request);
+        return pagedAnswer(pages, { after: query.after, limit, onFault }, set.headers);
       },
       {
         params: webhookIdParams,

@@ -11,7 +11,7 @@ import { VALUE_FIELDS } from "./queries";
 const STAMP_LOCK_KEY = 0x736571;
 const STAMP_BATCH = 1000;
 /** A write's stamp waits this long for others to share it: a stamp is a transaction of four statements. */
-const STAMP_SPACING_MS = 25;
+const STAMP_SPACING_MS = 100;
 /** Stamps are announced on it; a wake-up only, never the data: a listener that was away gets nothing. */
 export const CHANGES_CHANNEL = "plant_changes";
 
