@@ -16,6 +16,7 @@ import { createMetrics, type Metrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
 import { plantRoutes } from "./plants/routes";
+import { createFanOut, type FanOut } from "./webhooks/fan-out";
 import { webhookRoutes } from "./webhooks/routes";
 import type { Resolver } from "./webhooks/send";
 
@@ -53,6 +54,8 @@ export interface AppDeps {
   resolveWebhookHost?: Resolver;
   /** The live change streams; index.ts closes them at SIGTERM. One on these stores otherwise. */
   feed?: ChangeFeed;
+  /** The webhook outbox's feed from the change log, shared with the dispatcher. One on these stores otherwise. */
+  fanOut?: FanOut;
 }
 
 /** Request notes, metrics on these stores, and a lifecycle that starts out ready. */
@@ -86,6 +89,7 @@ export function createApp({
     perToken: config.changeStreamsPerToken,
     max: config.maxChangeStreams,
   }),
+  fanOut = createFanOut(stores.webhooks, stores.changes),
 }: AppDeps) {
   const { plants, tokens, status } = stores;
   const limits = {
@@ -153,6 +157,7 @@ export function createApp({
         log: storeFaultLog,
         allowPrivate: config.webhookAllowPrivate,
         resolve: resolveWebhookHost,
+        fanOut,
       }),
     );
   routeTable.routes = app.routes;

@@ -15,6 +15,7 @@ import type { RequestNotes } from "./ops/request-id";
 import { createIdempotencyRetention } from "./plants/idempotency-retention";
 import { serve } from "./server";
 import { createDispatcher } from "./webhooks/dispatcher";
+import { createFanOut } from "./webhooks/fan-out";
 import { createDeliveryRetention } from "./webhooks/retention";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
@@ -70,8 +71,10 @@ async function main() {
     );
   }
 
+  const fanOut = createFanOut(stores.webhooks, stores.changes);
   const dispatcher = createDispatcher({
     store: stores.webhooks,
+    fanOut,
     retryDelaysMs: config.webhookRetryDelaysMs,
     allowPrivate: config.webhookAllowPrivate,
     log,
@@ -87,7 +90,7 @@ async function main() {
     perToken: config.changeStreamsPerToken,
     max: config.maxChangeStreams,
   });
-  const app = createApp({ stores, config, log, ops, onPlantCreated: dispatcher.wake, feed });
+  const app = createApp({ stores, config, log, ops, feed, fanOut });
   let running: ReturnType<typeof serve>;
   try {
     running = serve(app, { ...config, log, access, ops });
@@ -107,6 +110,7 @@ async function main() {
   }
 
   let stopping = false;
+  let stopWaking = async () => {};
   async function shutdown(signal: string) {
     // Ctrl-C under `bun run start` arrives twice (terminal and `bun run`): not an "exit now".
     if (stopping) return;
@@ -120,6 +124,7 @@ async function main() {
     const deadline = performance.now() + config.shutdownTimeoutMs;
     const cutOff = await running.drain(config.shutdownTimeoutMs);
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
+    await stopWaking();
     await dispatcher.stop(Math.max(0, deadline - performance.now()));
     await retention.stop();
     await keyRetention.stop();
@@ -153,8 +158,10 @@ async function main() {
     );
   }
   ops.lifecycle.state = "ready";
-  // Deliveries left pending by the last run (a crash after the 200s included) go out now.
+  // Deliveries left pending by the last run (a crash after the 200s included) go out now; a
+  // committed change (here, or on another instance) wakes it.
   dispatcher.start();
+  stopWaking = await stores.changes.watch(dispatcher.wake);
   retention.start();
   keyRetention.start();
   changeRetention.start();

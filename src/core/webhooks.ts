@@ -1,9 +1,29 @@
+import type { ChangeType } from "./changes";
+
 /** A webhook endpoint as its owner sees it: never its secret. */
 export interface WebhookEndpoint {
   id: number;
   url: string;
   createdAt: Date;
   disabled: boolean;
+  /** The change types it takes; none for the interface's `/plant/webhook` (plant.created, the NewPlant as body). */
+  events?: ChangeType[];
+}
+
+/** An endpoint as the fan-out sees it: the newest of its owner's changes it has had (src/webhooks/fan-out.ts). */
+export interface EndpointCursor {
+  id: number;
+  ownerId: number;
+  cursor: number;
+  events: ChangeType[] | undefined;
+}
+
+/** A delivery the fan-out writes: its `webhook-id`, the change's type and time (ms), the exact body. */
+export interface NewDelivery {
+  id: string;
+  type: ChangeType;
+  at: number;
+  payload: string;
 }
 
 export type DeliveryStatus = "pending" | "delivered" | "failed";
@@ -11,6 +31,7 @@ export type DeliveryStatus = "pending" | "delivered" | "failed";
 /** `id` is the delivery's `webhook-id`. */
 export interface DeliveryListing {
   id: string;
+  type: ChangeType;
   status: DeliveryStatus;
   attempts: number;
   lastStatus: number | null;
@@ -59,41 +80,18 @@ export const busyJson = (busy: ReadonlyMap<number, number>): string => JSON.stri
 
 export type RedeliverOutcome = "queued" | "not-found" | "not-failed" | "disabled";
 
-/** Events fanned out per statement (up to 10 times as many deliveries). */
-export const FAN_OUT_EVENTS = 100;
-/** A claim fans out at most this many batches first: a backlog goes over several claims. */
-export const FAN_OUT_CLAIM_BATCHES = 10;
-
-/** Runs `fanOut` (one statement; how many events it took) until a batch is short or `batches` ran. */
-export async function fanOutWaiting(fanOut: (count: number) => Promise<number>, batches = Number.POSITIVE_INFINITY) {
-  let total = 0;
-  for (let batch = 0; batch < batches; batch++) {
-    const taken = await fanOut(FAN_OUT_EVENTS);
-    total += taken;
-    if (taken < FAN_OUT_EVENTS) break;
-  }
-  return total;
-}
-
 /**
- * Before a log read, so the log shows the owner's waiting events. A fan-out that cannot write (a
- * full disk, a held lock) does not fail the read: the dispatcher's claims fan them out later.
- */
-export async function fanOutBeforeReading(fanOut: (count: number) => Promise<number>): Promise<void> {
-  await fanOutWaiting(fanOut).catch(() => 0);
-}
-
-/**
- * Webhook endpoints and their outbox: a created plant writes one event (decision 0009), which claims
- * and log reads fan out into one delivery per endpoint, off the request's path.
+ * Webhook endpoints and their outbox, which the change log feeds: the fan-out (src/webhooks/fan-out.ts)
+ * reads each endpoint's new changes and writes their deliveries, off the request's path.
  */
 export interface WebhookStore {
-  /** Undefined when the owner already has `max` endpoints. */
+  /** Undefined when the owner already has `max` endpoints; it takes its owner's changes from the next one on. */
   register(
     ownerId: number,
     url: string,
     secret: string,
     max: number,
+    events: ChangeType[] | undefined,
   ): Promise<(WebhookEndpoint & { secret: string }) | undefined>;
   list(ownerId: number): Promise<WebhookEndpoint[]>;
   remove(ownerId: number, id: number): Promise<boolean>;
@@ -105,13 +103,20 @@ export interface WebhookStore {
     count: number,
   ): Promise<{ deliveries: DeliveryListing[]; more: boolean } | "no-endpoint" | "unknown-after">;
   /**
-   * Fans out waiting events first (each exactly once, across instances too), then claims due
-   * deliveries: no other claim sees them for `leaseMs`, so each attempt is made by one instance.
+   * Up to `count` enabled endpoints whose owner has changes past their cursor, none resting (its
+   * circuit open) with deliveries pending; with `ownerId`, that owner's enabled endpoints, whatever their state.
    */
+  behind(request: { count: number; circuitFailures: number; ownerId?: number }): Promise<EndpointCursor[]>;
+  /**
+   * Moves the endpoint's cursor from `from` to `to` and writes `deliveries`, in one transaction;
+   * false (nothing written) when another fan-out moved it first or the endpoint is gone or disabled.
+   */
+  fanOut(endpointId: number, from: number, to: number, deliveries: NewDelivery[]): Promise<boolean>;
+  /** Claims due deliveries: no other claim sees them for `leaseMs`, so each attempt is made by one instance. */
   claimDue(request: ClaimRequest): Promise<ClaimedDelivery[]>;
   /** Records an attempt; a second record of the same attempt changes nothing. */
   recordAttempt(record: AttemptRecord): Promise<void>;
-  /** Deliveries still to be made (an event not yet fanned out counts once); grows with the outbox: not for a scrape. */
+  /** Deliveries still to be made; grows with the outbox: not for a scrape. */
   pendingCount(): Promise<number>;
   /** Removes up to `count` of the oldest finished deliveries created before `before` (ms); pending ones stay. */
   pruneFinished(before: number, count: number): Promise<number>;

@@ -21,7 +21,10 @@ export const DOCUMENTATION = {
   security: [{ bearerAuth: [] }],
   tags: [
     { name: "plants", description: "Your plants" },
-    { name: "webhooks", description: "Endpoints told of every plant you create (the `plant.created` webhook)" },
+    {
+      name: "webhooks",
+      description: "Endpoints told of your changes: created plants (`/plant/webhook`), or the change types you choose",
+    },
   ],
   webhooks: PLANT_WEBHOOK,
 };

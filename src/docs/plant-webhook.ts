@@ -7,6 +7,50 @@ const header = (name: string, description: string, example: string) => ({
   example,
 });
 
+const SIGNED =
+  "Signed per Standard Webhooks: verify `webhook-signature` before trusting the body, and use `webhook-id` " +
+  "to ignore a repeat. A 2xx within 10 s is delivered; anything else (a redirect included) is retried " +
+  "after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, honouring Retry-After; 410 disables the endpoint.";
+
+const SIGNING_HEADERS = [
+  header("webhook-id", "The delivery's id; the same on every retry", "msg_2b9c4d…"),
+  header("webhook-timestamp", "Unix seconds when this attempt was made; refuse one far from your clock", "1614265330"),
+  header(
+    "webhook-signature",
+    'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded secret after "whsec_">',
+    "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+  ),
+];
+
+const RECEIVED = {
+  "200": {
+    description:
+      "What your receiver answers: any 2xx means delivered, 410 stops sending to this endpoint, anything else is retried.",
+  },
+};
+
+/** One change type's webhook, for an endpoint registered with it in `events`. */
+const changeWebhook = (type: string, what: string, operationId: string) => ({
+  post: {
+    summary: `What your endpoint receives when ${what} (not a route of this service)`,
+    description:
+      `Sent to each of your enabled endpoints registered with \`"events"\` including \`${type}\`, for each ${type} ` +
+      "change in your log, in `seq` order, the body the change itself (`{seq, type, timestamp, data}`, as " +
+      "`GET /plants/changes` shows it): the signature covers its type and `seq`. " +
+      SIGNED,
+    operationId,
+    tags: ["webhooks"],
+    security: [],
+    parameters: SIGNING_HEADERS,
+    requestBody: {
+      description: `The ${type} change`,
+      required: true,
+      content: { "application/json": { schema: { $ref: "#/components/schemas/Change" } } },
+    },
+    responses: RECEIVED,
+  },
+});
+
 /** Swagger UI lists a webhook like a route, so its words say first that this service does not answer it. */
 export const PLANT_WEBHOOK = {
   "/plant/webhook": {
@@ -14,39 +58,23 @@ export const PLANT_WEBHOOK = {
       summary: "What your endpoint receives when you create a plant (not a route of this service)",
       description:
         "**This is the request the Plant Store sends to YOUR receiver**, at the URL you registered with " +
-        "`POST /webhooks`; the service itself has no `/plant/webhook` route, so there is nothing to try here. " +
+        "`POST /webhooks` (without `events`); the service itself has no `/plant/webhook` route, so there is nothing to try here. " +
         "It is sent to each of your enabled endpoints for every plant you create (a 200 from `POST /plants`, " +
         "never a 409), with the NewPlant exactly as stored, its id an exact 64-bit integer. " +
-        "Signed per Standard Webhooks: verify `webhook-signature` before trusting the body, and use `webhook-id` " +
-        "to ignore a repeat. A 2xx within 10 s is delivered; anything else (a redirect included) is retried " +
-        "after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h, honouring Retry-After; 410 disables the endpoint.",
+        SIGNED,
       operationId: "plantCreated",
       tags: ["webhooks"],
       security: [],
-      parameters: [
-        header("webhook-id", "The delivery's id; the same on every retry", "msg_2b9c4d…"),
-        header(
-          "webhook-timestamp",
-          "Unix seconds when this attempt was made; refuse one far from your clock",
-          "1614265330",
-        ),
-        header(
-          "webhook-signature",
-          'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>", keyed with the base64-decoded secret after "whsec_">',
-          "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-        ),
-      ],
+      parameters: SIGNING_HEADERS,
       requestBody: {
         description: "The plant you created, as stored",
         required: true,
         content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
       },
-      responses: {
-        "200": {
-          description:
-            "What your receiver answers: any 2xx means delivered, 410 stops sending to this endpoint, anything else is retried.",
-        },
-      },
+      responses: RECEIVED,
     },
   },
+  "plant.created": changeWebhook("plant.created", "you create a plant", "plantCreatedChange"),
+  "plant.updated": changeWebhook("plant.updated", "one of your plants changes", "plantUpdatedChange"),
+  "plant.deleted": changeWebhook("plant.deleted", "you delete a plant", "plantDeletedChange"),
 };

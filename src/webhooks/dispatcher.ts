@@ -2,6 +2,7 @@ import { type FaultLog, faultDetail } from "../core/fault";
 import type { ClaimedDelivery, WebhookStore } from "../core/stores";
 import { type AttemptMetrics, attemptDelivery } from "./attempt";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
+import type { FanOut } from "./fan-out";
 import { ATTEMPT_TIMEOUT_MS, POLL_MS, WAKE_SPACING_MS } from "./rules";
 import type { Resolver } from "./send";
 
@@ -11,6 +12,8 @@ export interface DispatcherMetrics extends AttemptMetrics {
 
 export interface DispatcherOptions {
   store: WebhookStore;
+  /** Writes the deliveries of new changes before each claim. */
+  fanOut: Pick<FanOut, "due">;
   retryDelaysMs: readonly number[];
   allowPrivate: boolean;
   log: FaultLog;
@@ -33,6 +36,7 @@ export interface DispatcherOptions {
  */
 export function createDispatcher({
   store,
+  fanOut,
   retryDelaysMs,
   allowPrivate,
   log,
@@ -47,7 +51,8 @@ export function createDispatcher({
   pendingEveryMs = 5_000,
 }: DispatcherOptions) {
   let inFlight = 0;
-  const claims = claimPlanner({ ...FAIRNESS, ...fairness }, clock);
+  const rules = { ...FAIRNESS, ...fairness };
+  const claims = claimPlanner(rules, clock);
   let running = false;
   let again = false;
   let stopped = true;
@@ -93,6 +98,7 @@ export function createDispatcher({
     lastTickAt = performance.now();
     let nextMs = pollMs;
     try {
+      await fanOut.due(rules.circuit.failures);
       while (!stopped && inFlight < concurrency) {
         const request = claims.next(concurrency - inFlight);
         if ("waitMs" in request) {

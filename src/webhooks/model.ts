@@ -1,9 +1,23 @@
 import { t } from "elysia";
+import { CHANGE_TYPES } from "../core/changes";
 import { Int32Query, Text, withOwnMessage } from "../http/types";
 
 const time = (description: string) => t.String({ format: "date-time", description });
 /** Unsafe: t.Integer is documented as "integer or numeric string", which clients type `string | number`. */
 const integer = (description?: string) => t.Unsafe<number>({ type: "integer", ...(description && { description }) });
+const changeType = (description: string) =>
+  t.Union(
+    CHANGE_TYPES.map((type) => t.Literal(type)),
+    { description },
+  );
+export const EVENTS_RULE = `must be a non-empty array of distinct change types (${CHANGE_TYPES.join(", ")})`;
+const events = (description: string) =>
+  t.Array(changeType("A change type"), {
+    minItems: 1,
+    uniqueItems: true,
+    description,
+    error: () => `events: ${EVENTS_RULE}`,
+  });
 
 export const webhookModels = {
   NewWebhook: withOwnMessage(
@@ -13,6 +27,11 @@ export const webhookModels = {
         maxLength: 2048,
         description: "An absolute http or https URL without credentials, whose host resolves only to public addresses",
       }),
+      events: t.Optional(
+        events(
+          "The changes to send, each as its change (`{seq, type, timestamp, data}`) signed; without it, only created plants, each as its NewPlant (the interface's `/plant/webhook`)",
+        ),
+      ),
     }),
   ),
   RegisteredWebhook: t.Object({
@@ -28,15 +47,17 @@ export const webhookModels = {
     url: t.String(),
     createdAt: time("When it was registered, ISO 8601 in UTC"),
     disabled: t.Boolean({ description: "True once the endpoint answered 410 Gone: nothing more is sent to it" }),
+    events: t.Optional(events("The change types it was registered for; absent: created plants, as NewPlant")),
   }),
   Delivery: t.Object({
     id: t.String({ description: "The delivery's webhook-id header (msg_…), the same on every attempt" }),
+    type: changeType("The change it carries"),
     status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
     attempts: integer("Attempts made so far"),
     lastStatus: t.Union([integer(), t.Null()], {
       description: "The last attempt's HTTP status; null when none came",
     }),
-    createdAt: time("When the plant was created"),
+    createdAt: time("When the change was made"),
     nextAttemptAt: t.Union([time("When it is tried next"), t.Null()], {
       description: "When it is tried next; null once delivered or failed",
     }),

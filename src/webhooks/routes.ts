@@ -9,6 +9,7 @@ import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { RequestNotes } from "../ops/request-id";
 import { deliveryPages } from "./deliveries-answer";
+import type { FanOut } from "./fan-out";
 import { deliveriesQuery, webhookIdParams, webhookModels } from "./model";
 import { AddressRefused, checkedAddress, type Resolver } from "./send";
 import { newSecret } from "./signing";
@@ -28,6 +29,7 @@ export interface WebhookRoutesDeps {
   log: FaultLog;
   allowPrivate: boolean;
   resolve?: Resolver;
+  fanOut: FanOut;
 }
 
 /** The URL as stored, or a 400; each attempt checks the address again, as what a name resolves to can change. */
@@ -57,6 +59,7 @@ export function webhookRoutes({
   log,
   allowPrivate,
   resolve,
+  fanOut,
 }: WebhookRoutesDeps) {
   return new Elysia({ prefix: "/webhooks", tags: ["webhooks"] })
     .use(bearerAuth(tokens, limits, notes))
@@ -65,7 +68,7 @@ export function webhookRoutes({
       "",
       async ({ body, user, set }) => {
         const url = await acceptedUrl(body.url, allowPrivate, resolve);
-        const endpoint = await webhooks.register(user.id, url, newSecret(), MAX_ENDPOINTS);
+        const endpoint = await webhooks.register(user.id, url, newSecret(), MAX_ENDPOINTS, body.events);
         if (!endpoint) {
           throw new HttpError(409, `url: you already have ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
         }
@@ -78,13 +81,14 @@ export function webhookRoutes({
         detail: {
           summary: "Register a webhook endpoint",
           description:
-            "Every plant you create from now on is sent to the URL as the `plant.created` webhook (see the " +
-            "document's `webhooks` section), signed with the secret returned here: store it, it is shown only once.",
+            "From now on, every plant you create is sent to the URL as the interface's `/plant/webhook` (its " +
+            "NewPlant), or with `events` each change of those types as the change itself (see the document's " +
+            "`webhooks` section), signed with the secret returned here: store it, it is shown only once.",
           operationId: "addWebhook",
           responses: {
             201: modelResponse("The endpoint, with its signing secret", "RegisteredWebhook"),
             ...routeErrors({
-              400: "`url` is not an absolute http(s) URL, holds credentials, or its host resolves to a private address (allowed only with WEBHOOK_ALLOW_PRIVATE)",
+              400: "`url` is not an absolute http(s) URL, holds credentials, or its host resolves to a private address (allowed only with WEBHOOK_ALLOW_PRIVATE); or `events` is not a non-empty array of distinct change types",
               409: `You already have ${MAX_ENDPOINTS} webhook endpoints, the most allowed; delete one first`,
             }),
             ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
@@ -126,16 +130,18 @@ export function webhookRoutes({
     )
     .get(
       "/:id/deliveries",
-      ({ params, query, user, request, set }) => {
+      async ({ params, query, user, request, set }) => {
         checkQueryNames(
           request.url,
           DELIVERIES_PARAMETERS,
           "this operation takes limit and after. To page, give limit and follow the Link header",
         );
+        // The log shows every change made before it was read; one that cannot be written now is later.
+        await fanOut.owner(user.id).catch(() => {});
         const limit = query.limit === undefined ? undefined : Number(query.limit);
         const pages = deliveryPages(webhooks, { ownerId: user.id, webhookId: Number(params.id), limit });
         const onFault = (error: unknown) => log("listing webhook deliveries failed mid-answer", error, request);
-        return pagedAnswer(pages, { after: query.after, limit, onFault }, set.headers);
+        return await pagedAnswer(pages, { after: query.after, limit, onFault }, set.headers);
       },
       {
         params: webhookIdParams,

@@ -233,7 +233,7 @@ describe("OpenAPI document at /swagger/json", () => {
     expect(log.parameters.map((p) => (p as { name: string }).name).sort()).toEqual(["after", "id", "limit"]);
     const { RegisteredWebhook, Webhook, Delivery } = document.components.schemas;
     expect(Object.keys(RegisteredWebhook?.properties ?? {}).sort()).toEqual(["id", "secret", "url"]);
-    expect(Object.keys(Webhook?.properties ?? {}).sort()).toEqual(["createdAt", "disabled", "id", "url"]);
+    expect(Object.keys(Webhook?.properties ?? {}).sort()).toEqual(["createdAt", "disabled", "events", "id", "url"]);
     expect(Object.keys(Delivery?.properties ?? {}).sort()).toEqual([
       "attempts",
       "createdAt",
@@ -241,7 +241,14 @@ describe("OpenAPI document at /swagger/json", () => {
       "lastStatus",
       "nextAttemptAt",
       "status",
+      "type",
     ]);
+    // Each change type has its webhook, its body the change (SPEC, "Webhooks follow the same log").
+    const webhooks = (document as unknown as { webhooks: Record<string, { post: Operation }> }).webhooks;
+    for (const type of ["plant.created", "plant.updated", "plant.deleted"]) {
+      const body = webhooks[type]?.post.requestBody as { content: Record<string, { schema: { $ref: string } }> };
+      expect(body.content["application/json"]?.schema.$ref).toBe("#/components/schemas/Change");
+    }
   });
 });
 

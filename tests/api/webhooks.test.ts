@@ -5,6 +5,7 @@ import type { ClaimRequest } from "../../src/core/stores";
 import { parseJsonExact } from "../../src/http/json-body";
 import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
+import { createFanOut } from "../../src/webhooks/fan-out";
 import { PER_ENDPOINT } from "../../src/webhooks/rules";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
 import { until } from "../support/until";
@@ -361,6 +362,7 @@ describe(`fair delivery (${ENGINE})`, () => {
     await t.createPlant("1", "Fern", bob);
     // a2 has an attempt in flight already; `busy` is what the dispatcher has in flight.
     const busy = new Map([[a2, 1]]);
+    await createFanOut(t.stores.webhooks, t.stores.changes).due(5);
     const claim = (count: number) =>
       t.stores.webhooks.claimDue({
         count,
@@ -431,6 +433,7 @@ describe(`fair delivery (${ENGINE})`, () => {
     };
     const dispatcher = createDispatcher({
       store,
+      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
       retryDelaysMs: [],
       allowPrivate: true,
       log: () => {},
@@ -472,6 +475,7 @@ describe(`the dispatcher when the database fails (${ENGINE})`, () => {
     const logged: string[] = [];
     const dispatcher = createDispatcher({
       store,
+      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
       retryDelaysMs: [],
       allowPrivate: true,
       log: (message) => logged.push(message),
@@ -515,6 +519,7 @@ describe(`the dispatcher on stop (${ENGINE})`, () => {
     };
     const dispatcher = createDispatcher({
       store,
+      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
       retryDelaysMs: [],
       allowPrivate: true,
       log: () => {},

@@ -5,6 +5,7 @@ import { connect } from "../../src/db/postgres/client";
 import { createPostgresStores } from "../../src/db/postgres/stores";
 import { WEBHOOK_SQL as POSTGRES_SQL } from "../../src/db/postgres/webhook-queries";
 import { WEBHOOK_SQL as SQLITE_SQL } from "../../src/db/sqlite/webhook-queries";
+import { createFanOut } from "../../src/webhooks/fan-out";
 import {
   createDeliveryRetention,
   RETENTION_BATCH,
@@ -48,6 +49,7 @@ async function outbox() {
       session ? [...((await session.unsafe(sql)) as Row[])] : (t.sqlite.query(sql).all() as Row[]),
     async create(ids: number[]) {
       for (const id of ids) await t.createPlant(String(id), `plant ${id}`, alice.token);
+      await createFanOut(store, t.stores.changes).owner(alice.id);
     },
     /** The endpoint's log, oldest first. */
     async log() {

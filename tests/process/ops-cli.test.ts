@@ -81,7 +81,7 @@ describe.if(onSqlite)("bun run cli backup <file>", () => {
     expect(lines(stdout)).toEqual([
       `Backup written to ${copy}`,
       `Size: ${size} bytes`,
-      "Rows: idempotency_keys 0, plant_changes 0, plants 502, tokens 2, users 2, webhook_attempts 0, webhook_deliveries 0, webhook_events 0, webhooks 0",
+      "Rows: idempotency_keys 0, plant_changes 0, plants 502, tokens 2, users 2, webhook_attempts 0, webhook_deliveries 0, webhooks 0",
     ]);
     expect(allRows(copy)).toEqual(allRows(live));
     // One self-contained file: nothing beside it, not even the temporary name it was written under.
@@ -236,7 +236,6 @@ describe.if(onSqlite)("bun run db:migrate", () => {
       "users",
       "webhook_attempts",
       "webhook_deliveries",
-      "webhook_events",
       "webhooks",
     ]);
 

@@ -67,7 +67,7 @@ async function plantWithEndpoints(stores: Stores, urls: string[]) {
   const { id: owner } = await userWithToken(stores.tokens);
   const endpoints: number[] = [];
   for (const url of urls)
-    endpoints.push(((await stores.webhooks.register(owner, url, newSecret(), 10)) as { id: number }).id);
+    endpoints.push(((await stores.webhooks.register(owner, url, newSecret(), 10, undefined)) as { id: number }).id);
   await stores.plants.createPlant(owner, { id: 1n, name: "Fern" });
   return { owner, endpoints };
 }

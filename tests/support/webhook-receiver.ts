@@ -3,6 +3,7 @@ import { type AppOps, createOps } from "../../src/app";
 import type { Stores } from "../../src/core/stores";
 import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
+import { createFanOut } from "../../src/webhooks/fan-out";
 
 /** One request a receiver got. */
 export interface Received {
@@ -89,6 +90,7 @@ export function startDispatcher(
 ): Dispatcher {
   const dispatcher = createDispatcher({
     store: stores.webhooks,
+    fanOut: createFanOut(stores.webhooks, stores.changes),
     retryDelaysMs: options.retryDelaysMs ?? [50, 50],
     allowPrivate: true,
     log: () => {},

@@ -24,11 +24,13 @@ export const CHANGE_SQL = {
     INSERT INTO plant_changes (seq, owner_id, type, at, ${CHANGE_COLUMNS})
     SELECT base.s + row_number() OVER (ORDER BY pos), owner_id, type, at, ${CHANGE_COLUMNS} FROM moved, base
     RETURNING 1`,
-  /** Of the oldest $2 changes, those written before $1, never the newest; their owners' marks moved past them. */
+  /** As on SQLite (sqlite/queries.ts, PRUNABLE); their owners' marks moved past them. */
   prune: `WITH doomed AS (
       SELECT seq FROM plant_changes
       WHERE seq = ANY(ARRAY(SELECT seq FROM plant_changes ORDER BY seq LIMIT $2))
         AND at < $1::timestamptz AND seq < (SELECT max(seq) FROM plant_changes)
+        AND NOT EXISTS (SELECT 1 FROM webhooks w
+          WHERE w.owner_id = plant_changes.owner_id AND w.disabled_at IS NULL AND w.change_cursor < plant_changes.seq)
       FOR UPDATE SKIP LOCKED
     ), gone AS (
       DELETE FROM plant_changes c USING doomed WHERE c.seq = doomed.seq RETURNING c.owner_id, c.seq

@@ -108,6 +108,8 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
         await subscription.unlisten();
       };
     },
+    /** Stamps what waits in the inbox, now. */
+    settle: stampWaiting,
     /** Writes that commit within STAMP_SPACING_MS of each other share a stamp. */
     logged() {
       if (stampDue) return;

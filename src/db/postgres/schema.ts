@@ -87,20 +87,10 @@ export const webhooks = pgTable(
     disabledAt: time("disabled_at"),
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     lastFailedAt: time("last_failed_at"),
+    events: text("events"),
+    changeCursor: bigint("change_cursor", { mode: "number" }).notNull().default(0),
   },
   (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
-);
-
-export const webhookEvents = pgTable(
-  "webhook_events",
-  {
-    seq: bigint("seq", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
-    ownerId: integer("owner_id").notNull(),
-    lastWebhookId: integer("last_webhook_id").notNull(),
-    payload: text("payload").notNull(),
-    createdAt: time("created_at").notNull(),
-  },
-  (table) => [index("webhook_events_owner_seq_idx").on(table.ownerId, table.seq)],
 );
 
 export const webhookDeliveries = pgTable(
@@ -112,6 +102,9 @@ export const webhookDeliveries = pgTable(
       .notNull()
       .references(() => webhooks.id, { onDelete: "cascade" }),
     payload: text("payload").notNull(),
+    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] })
+      .notNull()
+      .default("plant.created"),
     status: text("status", { enum: ["pending", "delivered", "failed"] })
       .notNull()
       .default("pending"),

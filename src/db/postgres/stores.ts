@@ -65,7 +65,11 @@ export function createPostgresStores(
       "deletePlant",
     ]),
     tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
-    webhooks: space.watch(withDeadline(createPostgresWebhookStore(client, clock), deadline), ["register", "remove"]),
+    webhooks: space.watch(withDeadline(createPostgresWebhookStore(client, clock, changes.settle), deadline), [
+      "register",
+      "remove",
+      "fanOut",
+    ]),
     status: {
       ping: () => client.unsafe(STATUS_SQL.ping),
       // Other failures are one request's; lasting ones are a pool held by overdue calls, and no room.

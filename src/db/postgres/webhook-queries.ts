@@ -1,42 +1,37 @@
-const ENDPOINT = `id, url, created_at AS "createdAt", disabled_at IS NOT NULL AS disabled`;
-const DELIVERY = `id, status, attempts, last_status AS "lastStatus", created_at AS "createdAt", next_attempt_at AS "nextAttemptAt"`;
+const ENDPOINT = `id, url, created_at AS "createdAt", disabled_at IS NOT NULL AS disabled, events`;
+const DELIVERY = `id, type, status, attempts, last_status AS "lastStatus", created_at AS "createdAt", next_attempt_at AS "nextAttemptAt"`;
 
-/**
- * Fans out the events `chosen` locks: one delivery per endpoint enabled then (id up to
- * `last_webhook_id`) and now. Ids: `msg_`, the creation time in ms as 12 hex digits, 20 random ones.
- */
-const fanOutOf = (chosen: string) => `WITH events AS (
-    DELETE FROM webhook_events WHERE seq = ANY(ARRAY(${chosen}))
-    RETURNING seq, owner_id, last_webhook_id, payload, created_at
-  ), fanned AS (
-    INSERT INTO webhook_deliveries (id, webhook_id, payload, created_at, next_attempt_at)
-    SELECT 'msg_' || lpad(to_hex((extract(epoch FROM e.created_at) * 1000)::bigint), 12, '0')
-        || substr(replace(gen_random_uuid()::text, '-', ''), 1, 20),
-      w.id, e.payload, e.created_at, e.created_at
-    FROM events e JOIN webhooks w
-      ON w.owner_id = e.owner_id AND w.id <= e.last_webhook_id AND w.disabled_at IS NULL
-    ORDER BY e.seq, w.id
-    RETURNING 1
-  )
-  SELECT count(*)::int AS n FROM events`;
+const CURSOR = `w.id, w.owner_id AS "ownerId", w.change_cursor::float8 AS cursor, w.events`;
 
 /** Claims and leases use the database's clock, which every instance shares. */
 export const WEBHOOK_SQL = {
-  /** (count, circuit failures): as on SQLite (sqlite/webhook-queries.ts). */
-  fanOut: fanOutOf(`SELECT e.seq FROM (SELECT DISTINCT owner_id FROM webhooks) o
-      JOIN webhook_events e ON e.owner_id = o.owner_id
-      WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
-        OR EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL
-          AND (w.consecutive_failures < $2
-            OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))
-      ORDER BY e.owner_id, e.seq LIMIT $1 FOR UPDATE OF e SKIP LOCKED`),
-  /** (count, owner): whatever its endpoints' state, as its log is read. */
-  fanOutOwner: fanOutOf(
-    `SELECT seq FROM webhook_events WHERE owner_id = $2 ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
-  ),
+  /** (circuit failures, count): as on SQLite (sqlite/webhook-queries.ts). */
+  behind: `SELECT ${CURSOR} FROM webhooks w
+    WHERE w.disabled_at IS NULL
+      AND (w.consecutive_failures < $1
+        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL))
+      AND EXISTS (SELECT 1 FROM plant_changes c WHERE c.owner_id = w.owner_id AND c.seq > w.change_cursor)
+    ORDER BY w.id LIMIT $2`,
+  behindOwner: `SELECT ${CURSOR} FROM webhooks w WHERE w.owner_id = $1 AND w.disabled_at IS NULL ORDER BY w.id`,
+  /**
+   * (endpoint, from, to, deliveries JSON): the cursor moved and the deliveries written in one
+   * statement; another instance's fan-out of the same changes waits for the row, then finds it moved.
+   */
+  fanOut: `WITH moved AS (
+      UPDATE webhooks SET change_cursor = $3 WHERE id = $1 AND change_cursor = $2 AND disabled_at IS NULL RETURNING id
+    ), written AS (
+      INSERT INTO webhook_deliveries (id, webhook_id, type, payload, created_at, next_attempt_at)
+      SELECT d.value ->> 'id', moved.id, d.value ->> 'type', d.value ->> 'payload',
+        to_timestamp((d.value ->> 'at')::float8 / 1000), to_timestamp((d.value ->> 'at')::float8 / 1000)
+      FROM moved, json_array_elements($4::text::json) WITH ORDINALITY AS d
+      ORDER BY d.ordinality
+    )
+    SELECT count(*)::int AS n FROM moved`,
   registerLock: "SELECT pg_advisory_xact_lock($1::int4, $2::int4)",
   countOwn: "SELECT count(*)::int AS n FROM webhooks WHERE owner_id = $1",
-  register: `INSERT INTO webhooks (owner_id, url, secret, created_at) VALUES ($1, $2, $3, $4) RETURNING ${ENDPOINT}`,
+  /** Its cursor: the owner's newest change (those still in the inbox stamped first: changes.ts). */
+  register: `INSERT INTO webhooks (owner_id, url, secret, created_at, events, change_cursor)
+    VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(seq), 0) FROM plant_changes WHERE owner_id = $1)) RETURNING ${ENDPOINT}`,
   listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = $1 ORDER BY id`,
   remove: "DELETE FROM webhooks WHERE owner_id = $1 AND id = $2 RETURNING id",
   /** (owner, endpoint, after or null, rows): whether the endpoint is the owner's, where `after` is, and the page. */
@@ -80,8 +75,7 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
     ON CONFLICT DO NOTHING`,
-  pending: `SELECT ((SELECT count(*) FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL)
-    + (SELECT count(*) FROM webhook_events))::int AS n`,
+  pending: "SELECT count(*)::int AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
   /** `= ANY(ARRAY(…))`: with `IN (…)` the generic plan scans the whole outbox, not knowing how small $2 is. */
   pruneFinished: `WITH gone AS (
       DELETE FROM webhook_deliveries WHERE seq = ANY(ARRAY(

@@ -1,29 +1,47 @@
 import type { SQL } from "bun";
-import type { ClaimedDelivery, DeliveryListing, WebhookEndpoint, WebhookStore } from "../../core/stores";
-import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
+import type { ChangeType } from "../../core/changes";
+import type {
+  ClaimedDelivery,
+  DeliveryListing,
+  EndpointCursor,
+  WebhookEndpoint,
+  WebhookStore,
+} from "../../core/stores";
+import { busyJson } from "../../core/webhooks";
 import { countOf } from "./client";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
 /** The advisory lock's key space ("wh") for the per-owner lock that keeps the endpoint cap across instances. */
 const REGISTER_LOCK_SPACE = 0x7768;
 
-export function createPostgresWebhookStore(client: SQL, clock: () => number): WebhookStore {
-  const fanOut = (sql: string, other: number) => (count: number) => countOf(client, sql, [count, other]);
+type EndpointRow = Omit<WebhookEndpoint, "events"> & { events: string | null };
+const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));
+const toEndpoint = ({ events, ...row }: EndpointRow): WebhookEndpoint =>
+  events === null ? row : { ...row, events: eventsOf(events) };
+
+/** `settle` stamps the changes still in the inbox, so a new endpoint's cursor is past every change made before it. */
+export function createPostgresWebhookStore(
+  client: SQL,
+  clock: () => number,
+  settle: () => Promise<void>,
+): WebhookStore {
   return {
-    register: (ownerId, url, secret, max) =>
-      client.begin(async (tx) => {
+    async register(ownerId, url, secret, max, events) {
+      await settle();
+      return client.begin(async (tx) => {
         await tx.unsafe(WEBHOOK_SQL.registerLock, [REGISTER_LOCK_SPACE, ownerId]);
         if ((await countOf(tx, WEBHOOK_SQL.countOwn, [ownerId])) >= max) return undefined;
-        const [row] = (await tx.unsafe(WEBHOOK_SQL.register, [ownerId, url, secret, new Date(clock())])) as [
-          WebhookEndpoint,
+        const given = events === undefined ? null : JSON.stringify(events);
+        const [row] = (await tx.unsafe(WEBHOOK_SQL.register, [ownerId, url, secret, new Date(clock()), given])) as [
+          EndpointRow,
         ];
-        return { ...row, secret };
-      }),
-    list: async (ownerId) => [...((await client.unsafe(WEBHOOK_SQL.listOwn, [ownerId])) as WebhookEndpoint[])],
+        return { ...toEndpoint(row), secret };
+      });
+    },
+    list: async (ownerId) => ((await client.unsafe(WEBHOOK_SQL.listOwn, [ownerId])) as EndpointRow[]).map(toEndpoint),
     remove: async (ownerId, id) => (await client.unsafe(WEBHOOK_SQL.remove, [ownerId, id])).length > 0,
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
-      await fanOutBeforeReading(fanOut(WEBHOOK_SQL.fanOutOwner, ownerId));
       const rows = (await client.unsafe(WEBHOOK_SQL.page, [ownerId, webhookId, after ?? null, count + 1])) as PageRow[];
       const first = rows[0];
       if (!first || first.found === 0) return "no-endpoint";
@@ -34,8 +52,17 @@ export function createPostgresWebhookStore(client: SQL, clock: () => number): We
       return { deliveries, more };
     },
 
+    async behind({ count, circuitFailures, ownerId }) {
+      type CursorRow = Omit<EndpointCursor, "events"> & { events: string | null };
+      const rows = (await (ownerId === undefined
+        ? client.unsafe(WEBHOOK_SQL.behind, [circuitFailures, count])
+        : client.unsafe(WEBHOOK_SQL.behindOwner, [ownerId]))) as CursorRow[];
+      return rows.map((row) => ({ ...row, events: eventsOf(row.events) }));
+    },
+    fanOut: async (endpointId, from, to, deliveries) =>
+      (await countOf(client, WEBHOOK_SQL.fanOut, [endpointId, from, to, JSON.stringify(deliveries)])) > 0,
+
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      await fanOutWaiting(fanOut(WEBHOOK_SQL.fanOut, circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // int8 as decimal text, far below 2^53.

@@ -48,6 +48,8 @@ export function createSqliteChangeStore(sqlite: Database, writes: Writer): Chang
     },
     readAll: async (after, count) => all.all(after, count).map(toChange),
     newest: async () => newest.get()?.newest ?? 0,
+    // One writer, which commits in seq order: what committed is readable.
+    settle: async () => {},
     async prune(before, count) {
       const rows = await writes.run<unknown[]>(
         {

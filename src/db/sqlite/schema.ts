@@ -97,26 +97,12 @@ export const webhooks = sqliteTable(
     /** Attempts failed in a row, and when the latest ended: its circuit (src/webhooks/rules.ts). */
     consecutiveFailures: integer("consecutive_failures").notNull().default(0),
     lastFailedAt: integer("last_failed_at", { mode: "timestamp_ms" }),
+    /** The change types it takes, a JSON array; none: the interface's plant.created, its body the NewPlant. */
+    events: text("events"),
+    /** The newest of its owner's changes made into its deliveries (src/webhooks/fan-out.ts). */
+    changeCursor: integer("change_cursor").notNull().default(0),
   },
   (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
-);
-
-/**
- * A created plant to fan out (decision 0009), written by a trigger in the plant's statement.
- * Endpoints newer than `last_webhook_id` get nothing. No AUTOINCREMENT: it writes sqlite_sequence.
- */
-export const webhookEvents = sqliteTable(
-  "webhook_events",
-  {
-    seq: integer("seq").primaryKey(),
-    ownerId: integer("owner_id").notNull(),
-    lastWebhookId: integer("last_webhook_id").notNull(),
-    /** The exact body to send: the NewPlant as stored. */
-    payload: text("payload").notNull(),
-    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
-  },
-  // Owner by owner: a claim fans out only the events of owners with an endpoint taking attempts.
-  (table) => [index("webhook_events_owner_seq_idx").on(table.ownerId, table.seq)],
 );
 
 /** The outbox, one row per plant per endpoint: `next_attempt_at` is set exactly while it is pending. */
@@ -129,8 +115,11 @@ export const webhookDeliveries = sqliteTable(
     webhookId: integer("webhook_id")
       .notNull()
       .references(() => webhooks.id, { onDelete: "cascade" }),
-    /** The exact body sent: the NewPlant as stored. */
+    /** The exact body sent: the change, or for an endpoint without `events` the NewPlant as stored. */
     payload: text("payload").notNull(),
+    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] })
+      .notNull()
+      .default("plant.created"),
     status: text("status", { enum: ["pending", "delivered", "failed"] })
       .notNull()
       .default("pending"),

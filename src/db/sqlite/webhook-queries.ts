@@ -1,40 +1,37 @@
 // Bound values in a WHERE or LIMIT are written `(?n + 0)` or `(?n || '')`, as queries.ts says why.
 
-const ENDPOINT = "id, url, created_at AS createdAt, disabled_at AS disabledAt";
+const ENDPOINT = "id, url, created_at AS createdAt, disabled_at AS disabledAt, events";
 const DELIVERY =
-  "id, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
+  "id, type, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
+const CURSOR = "w.id, w.owner_id AS ownerId, w.change_cursor AS cursor, w.events";
 
 /** Endpoints `w` taking attempts now (?1 now, ?2 the circuit's failures, ?3 its rest): enabled, not resting. */
 const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
 
-/**
- * Events `e` a claim fans out: all but those of owners whose every enabled endpoint rests with
- * deliveries pending (they would only wait). CROSS JOIN keeps owners the outer loop.
- */
-const FANNING_OWNERS = (failures: string) => `(SELECT DISTINCT owner_id FROM webhooks) o
-  CROSS JOIN webhook_events e ON e.owner_id = o.owner_id
-  WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL)
-    OR EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = o.owner_id AND w.disabled_at IS NULL
-      AND (w.consecutive_failures < (${failures} + 0)
-        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL)))`;
-
-// Triggers (drizzle/sqlite/0003, 0005, 0007) write events, fan a deleted event out and apply attempts.
+// A trigger (drizzle/sqlite/0003, 0005) applies an attempt to its delivery.
 export const WEBHOOK_SQL = {
-  /** (circuit failures): whether a claim has events to fan out. */
-  anyEvent: `SELECT 1 AS waiting FROM ${FANNING_OWNERS("?1")} LIMIT 1`,
-  /** (count, circuit failures): owner by owner, in creation order. */
-  fanOut: `DELETE FROM webhook_events WHERE seq IN (
-      SELECT e.seq FROM ${FANNING_OWNERS("?2")} ORDER BY e.owner_id, e.seq LIMIT (?1 + 0)
-    ) RETURNING seq`,
-  /** (owner, count): whatever its endpoints' state, as its log is read. */
-  fanOutOwner: `DELETE FROM webhook_events WHERE seq IN (
-      SELECT seq FROM webhook_events WHERE owner_id = ?1 ORDER BY seq LIMIT (?2 + 0)
-    ) RETURNING seq`,
+  /** (circuit failures, count): endpoints with changes to fan out, none resting with deliveries pending. */
+  behind: `SELECT ${CURSOR} FROM webhooks w
+    WHERE w.disabled_at IS NULL
+      AND (w.consecutive_failures < (?1 + 0)
+        OR NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.next_attempt_at IS NOT NULL))
+      AND EXISTS (SELECT 1 FROM plant_changes c WHERE c.owner_id = w.owner_id AND c.seq > w.change_cursor)
+    ORDER BY w.id LIMIT (?2 + 0)`,
+  /** (owner): its enabled endpoints, as its log is read. */
+  behindOwner: `SELECT ${CURSOR} FROM webhooks w WHERE w.owner_id = ?1 AND w.disabled_at IS NULL ORDER BY w.id`,
+  /** (endpoint, from, to): then fanOutInsert in the same savepoint, which writes only if this moved it. */
+  fanOutCursor: `UPDATE webhooks SET change_cursor = ?3 WHERE id = ?1 AND change_cursor = ?2 AND disabled_at IS NULL
+    RETURNING id`,
+  /** (endpoint, deliveries JSON: [{id, type, at, payload}]), in their order. */
+  fanOutInsert: `INSERT INTO webhook_deliveries (id, webhook_id, type, payload, created_at, next_attempt_at)
+    SELECT value ->> 'id', ?1, value ->> 'type', value ->> 'payload', value ->> 'at', value ->> 'at'
+    FROM json_each(?2) WHERE changes() > 0 ORDER BY key`,
   listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = ?1 ORDER BY id`,
   ownEndpoint: "SELECT id FROM webhooks WHERE owner_id = ?1 AND id = ?2",
-  /** The count and the insert are one statement: one writer at a time, so the cap holds. */
-  register: `INSERT INTO webhooks (owner_id, url, secret, created_at)
-    SELECT ?1, ?2, ?3, ?4 WHERE (SELECT count(*) FROM webhooks WHERE owner_id = ?1) < ?5
+  /** The count and the insert are one statement: one writer at a time, so the cap holds. Its cursor: the owner's newest change. */
+  register: `INSERT INTO webhooks (owner_id, url, secret, created_at, events, change_cursor)
+    SELECT ?1, ?2, ?3, ?4, ?6, (SELECT coalesce(max(seq), 0) FROM plant_changes WHERE owner_id = ?1)
+    WHERE (SELECT count(*) FROM webhooks WHERE owner_id = ?1) < ?5
     RETURNING ${ENDPOINT}`,
   remove: "DELETE FROM webhooks WHERE owner_id = ?1 AND id = ?2 RETURNING id",
   seqOf: "SELECT seq FROM webhook_deliveries WHERE webhook_id = ?1 AND id = ?2",
@@ -78,8 +75,6 @@ export const WEBHOOK_SQL = {
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
     ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
-  eventsStep: "SELECT seq FROM webhook_events WHERE seq > ?1 ORDER BY seq LIMIT 1 OFFSET (?2 + 0)",
-  eventsRest: "SELECT count(*) AS n FROM webhook_events WHERE seq > ?1",
   pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
     WHERE next_attempt_at IS NOT NULL
       AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,

@@ -1,13 +1,15 @@
 import type { Database } from "bun:sqlite";
+import type { ChangeType } from "../../core/changes";
 import type {
   ClaimedDelivery,
   DeliveryListing,
   DeliveryStatus,
+  EndpointCursor,
   RedeliverOutcome,
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { busyJson, FAN_OUT_CLAIM_BATCHES, fanOutBeforeReading, fanOutWaiting } from "../../core/webhooks";
+import { busyJson } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
 import { countRows, type Writer } from "./writer";
 
@@ -16,10 +18,12 @@ interface EndpointRow {
   url: string;
   createdAt: number;
   disabledAt: number | null;
+  events: string | null;
 }
 
 interface DeliveryRow {
   id: string;
+  type: ChangeType;
   status: DeliveryStatus;
   attempts: number;
   lastStatus: number | null;
@@ -27,15 +31,24 @@ interface DeliveryRow {
   nextAttemptAt: number | null;
 }
 
+const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));
+
 const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
   url: row.url,
   createdAt: new Date(row.createdAt),
   disabled: row.disabledAt !== null,
+  ...(row.events === null ? {} : { events: eventsOf(row.events) }),
+});
+
+const toCursor = (row: Omit<EndpointCursor, "events"> & { events: string | null }): EndpointCursor => ({
+  ...row,
+  events: eventsOf(row.events),
 });
 
 const toDelivery = (row: DeliveryRow): DeliveryListing => ({
   id: row.id,
+  type: row.type,
   status: row.status,
   attempts: row.attempts,
   lastStatus: row.lastStatus,
@@ -58,22 +71,19 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     SQL.pendingStep,
   );
   const pendingRest = sqlite.prepare<{ n: number }, [number, number, number]>(SQL.pendingRest);
-  const eventsStep = sqlite.prepare<{ seq: number }, [number, number]>(SQL.eventsStep);
-  const eventsRest = sqlite.prepare<{ n: number }, [number]>(SQL.eventsRest);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
-  const anyEvent = sqlite.prepare<{ waiting: number }, [number]>(SQL.anyEvent);
-  // A read first: most claims find no event to fan out, and then cost the writer nothing.
-  const fanOutForClaim = (failures: number) => (count: number) =>
-    anyEvent.get(failures) ? countRows(writes, SQL.fanOut, [count, failures]) : Promise.resolve(0);
+  type CursorRow = Parameters<typeof toCursor>[0];
+  const behind = sqlite.prepare<CursorRow, [number, number]>(SQL.behind);
+  const behindOwner = sqlite.prepare<CursorRow, [number]>(SQL.behindOwner);
 
   return {
-    async register(ownerId, url, secret, max) {
+    async register(ownerId, url, secret, max, events) {
       const row = await writes.run<EndpointRow | null>({
         sql: SQL.register,
         mode: "get",
-        params: [ownerId, url, secret, clock(), max],
+        params: [ownerId, url, secret, clock(), max, events === undefined ? null : JSON.stringify(events)],
       });
       return row ? { ...toEndpoint(row), secret } : undefined;
     },
@@ -81,7 +91,6 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     remove: async (ownerId, id) => Boolean(await writes.run({ sql: SQL.remove, mode: "get", params: [ownerId, id] })),
     async deliveries(ownerId, webhookId, after, count) {
       if (!ownEndpoint.get(ownerId, webhookId)) return "no-endpoint";
-      await fanOutBeforeReading((count) => countRows(writes, SQL.fanOutOwner, [ownerId, count]));
       let afterSeq = 0;
       if (after !== undefined) {
         const found = seqOf.get(webhookId, after);
@@ -94,8 +103,24 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       return { deliveries: rows.map(toDelivery), more };
     },
 
+    behind: async ({ count, circuitFailures, ownerId }) =>
+      (ownerId === undefined ? behind.all(circuitFailures, count) : behindOwner.all(ownerId)).map(toCursor),
+
+    async fanOut(endpointId, from, to, deliveries) {
+      const moved = await writes.run(
+        {
+          steps: [
+            { sql: SQL.fanOutCursor, mode: "get", params: [endpointId, from, to] },
+            { sql: SQL.fanOutInsert, mode: "run", params: [endpointId, JSON.stringify(deliveries)] },
+          ],
+          answer: 0,
+        },
+        { bookkeeping: true },
+      );
+      return Boolean(moved);
+    },
+
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      await fanOutWaiting(fanOutForClaim(circuit.failures), FAN_OUT_CLAIM_BATCHES);
       const now = clock();
       if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
       const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
@@ -137,15 +162,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         after = last;
         await new Promise((resolve) => setImmediate(resolve));
       }
-      counted += pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0;
-      // Events not fanned out yet, each counted once.
-      for (let afterSeq = 0; ; ) {
-        const last = eventsStep.get(afterSeq, PENDING_STEP - 1);
-        if (!last) return counted + (eventsRest.get(afterSeq)?.n ?? 0);
-        counted += PENDING_STEP;
-        afterSeq = last.seq;
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+      return counted + (pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0);
     },
     pruneFinished: (before, count) => countRows(writes, SQL.pruneFinished, [before, count]),
     async failedDeliveries(webhookId) {
