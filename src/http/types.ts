@@ -112,8 +112,16 @@ export function describeRule(schema: unknown, value?: unknown): string {
     return s.maxLength === undefined ? "must be a string" : `must be a string of ${min} to ${s.maxLength} characters`;
   }
   if (s.type === "object") return "must be a JSON object";
+  if (s.type === "array") {
+    const kind = (s.minItems as number | undefined) ? "a non-empty array" : "an array";
+    return s.uniqueItems === true ? `must be ${kind} of distinct values` : `must be ${kind}`;
+  }
   // A value or null (a merge patch's removal): the value's rule, null allowed.
   const anyOf = s.anyOf as unknown[] | undefined;
+  const constants = anyOf?.map((option) => (option as { const?: unknown }).const);
+  if (constants?.length && constants.every((value) => typeof value === "string")) {
+    return `must be one of ${constants.join(", ")}`;
+  }
   const nonNull = anyOf?.filter((option) => (option as { type?: unknown }).type !== "null");
   if (anyOf?.length === 2 && nonNull?.length === 1) return `${describeRule(nonNull[0], value)}, or null`;
   return "is invalid";
