@@ -114,6 +114,8 @@ export interface WebhookStore {
   fanOut(endpointId: number, from: number, to: number, deliveries: NewDelivery[]): Promise<boolean>;
   /** Claims due deliveries: no other claim sees them for `leaseMs`, so each attempt is made by one instance. */
   claimDue(request: ClaimRequest): Promise<ClaimedDelivery[]>;
+  /** Makes claimed deliveries due again now, unattempted (a claim let go of them). */
+  release(deliverySeqs: number[]): Promise<void>;
   /** Records an attempt; a second record of the same attempt changes nothing. */
   recordAttempt(record: AttemptRecord): Promise<void>;
   /** Deliveries still to be made; grows with the outbox: not for a scrape. */

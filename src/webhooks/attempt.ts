@@ -19,8 +19,8 @@ export interface AttemptOptions {
   random: () => number;
 }
 
-/** Signs, sends and records one attempt; throws only when recording fails. */
-export async function attemptDelivery(delivery: ClaimedDelivery, options: AttemptOptions): Promise<void> {
+/** Signs, sends and records one attempt; whether it was delivered. Throws only when recording fails. */
+export async function attemptDelivery(delivery: ClaimedDelivery, options: AttemptOptions): Promise<boolean> {
   const { store, retryDelaysMs, allowPrivate, metrics, timeoutMs, resolve, clock, random } = options;
   const number = delivery.attempts + 1;
   const at = clock();
@@ -45,4 +45,5 @@ export async function attemptDelivery(delivery: ClaimedDelivery, options: Attemp
     retryInMs,
   });
   metrics.webhookAttempt(outcome === "pending" ? "retried" : outcome, result.durationMs / 1000);
+  return outcome === "delivered";
 }

@@ -6,12 +6,14 @@ export const ATTEMPT_TIMEOUT_MS = 10_000;
 export const CONNECT_TIMEOUT_MS = 3_000;
 /** Dispatcher slots one endpoint holds at most, however many deliveries it has or however long it hangs. */
 export const PER_ENDPOINT = 4;
+/** Deliveries claimed per slot of an endpoint: the next starts when one ends, without a claim between. */
+export const CLAIMED_AHEAD = 16;
 // The circuit (kept in the database for every instance): after CIRCUIT_FAILURES failures in a row
 // an endpoint rests CIRCUIT_REST_MS, then takes one attempt at a time until a 2xx closes it.
 export const CIRCUIT_FAILURES = 5;
 export const CIRCUIT_REST_MS = 30_000;
-/** Deliveries share the API's thread (docs/decisions/0008-webhook-budget.md). */
-export const ATTEMPTS_PER_SECOND = 200;
+/** Deliveries share the API's thread (docs/decisions/0008-webhook-budget.md, docs/decisions/0012-webhook-throughput.md). */
+export const ATTEMPTS_PER_SECOND = 1_200;
 /**
  * Twice the longest attempt, so each attempt is normally made once, and short enough that one cut
  * off by a crash is due again within SPEC's 30 s of a restart. A later record means at-least-once.

@@ -81,13 +81,37 @@ function parse(text: string): URL {
   return url;
 }
 
-type Client = Pick<typeof import("node:http"), "request">;
+type Client = Pick<typeof import("node:http"), "request" | "Agent">;
+type Agent = InstanceType<Client["Agent"]>;
 
 /** Loaded with the first attempt: most starts have no delivery due, and a start would pay for them. */
 const clientFor = (url: URL): Promise<Client> =>
   url.protocol === "https:" ? import("node:https") : import("node:http");
 
-/** No redirect (node:http follows none); `agent: false`, as a pooled socket skips the address check. */
+/** Kept-alive connections, one pool per checked address (docs/decisions/0012-webhook-throughput.md). */
+const POOLS_KEPT = 256;
+const IDLE_SOCKET_MS = 4_000;
+const pools = new Map<string, Agent>();
+
+/**
+ * A pool whose sockets all go to `target`: the address this attempt just checked, so a reused
+ * socket never skips the check. The least recently used pool past POOLS_KEPT is closed.
+ */
+function poolFor(client: Client, url: URL, target: Target): Agent {
+  const key = `${url.protocol}//${url.host}@${target.address}`;
+  let pool = pools.get(key);
+  if (pool) pools.delete(key);
+  else pool = new client.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS });
+  pools.set(key, pool);
+  if (pools.size > POOLS_KEPT) {
+    const [oldest, evicted] = pools.entries().next().value as [string, Agent];
+    pools.delete(oldest);
+    evicted.destroy();
+  }
+  return pool;
+}
+
+/** No redirect (node:http follows none). */
 function exchange(
   client: Client,
   url: URL,
@@ -109,17 +133,18 @@ function exchange(
       path: `${url.pathname}${url.search}`,
       method: "POST",
       headers,
-      agent: false,
+      agent: poolFor(client, url, target),
       lookup: pinnedTo(target),
       ...(secure && input.ca !== undefined ? { ca: input.ca } : {}),
     });
     let answer: Answer | undefined;
     const connectMs = input.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     const connecting = setTimeout(() => settle(new Error(`no connection within ${connectMs} ms`)), connectMs);
-    const settle = (error?: unknown) => {
+    // A socket whose answer was read in full goes back to its pool; any other is closed.
+    const settle = (error?: unknown, whole = false) => {
       clearTimeout(connecting);
       deadline.removeEventListener("abort", onDeadline);
-      request.destroy();
+      if (!whole) request.destroy();
       if (answer) resolve(answer);
       else reject(error);
     };
@@ -135,26 +160,27 @@ function exchange(
     request.on("response", (response: IncomingMessage) => {
       const retryAfter = response.headers["retry-after"];
       answer = { status: response.statusCode ?? 0, ...(retryAfter === undefined ? {} : { retryAfter }) };
-      drain(response, () => settle());
+      drain(response, (whole) => settle(undefined, whole));
     });
     request.end(input.body);
   });
 }
 
-function drain(response: IncomingMessage, done: () => void) {
+/** `done(true)` once the whole body was read (the socket may be reused), `done(false)` when cut short. */
+function drain(response: IncomingMessage, done: (whole: boolean) => void) {
   let read = 0;
   let finished = false;
-  const finish = () => {
+  const finish = (whole: boolean) => {
     if (finished) return;
     finished = true;
-    response.destroy();
-    done();
+    if (!whole) response.destroy();
+    done(whole);
   };
   response.on("data", (chunk: Buffer) => {
     read += chunk.length;
-    if (read >= BODY_READ_LIMIT) finish();
+    if (read >= BODY_READ_LIMIT) finish(false);
   });
-  response.on("end", finish);
-  response.on("close", finish);
-  response.on("error", finish);
+  response.on("end", () => finish(true));
+  response.on("close", () => finish(false));
+  response.on("error", () => finish(false));
 }

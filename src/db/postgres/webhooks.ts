@@ -69,6 +69,10 @@ export function createPostgresWebhookStore(
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },
 
+    async release(deliverySeqs) {
+      await client.unsafe(WEBHOOK_SQL.release, [deliverySeqs.join(",")]);
+    },
+
     async recordAttempt(a) {
       await client.unsafe(WEBHOOK_SQL.recordAttempt, [
         a.deliverySeq,

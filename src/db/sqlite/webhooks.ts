@@ -136,6 +136,11 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       return claimed;
     },
 
+    async release(deliverySeqs) {
+      const params = [clock(), JSON.stringify(deliverySeqs)];
+      await writes.run({ sql: SQL.release, mode: "run", params }, { bookkeeping: true });
+    },
+
     async recordAttempt(a) {
       const values = [
         a.deliverySeq,
