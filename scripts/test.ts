@@ -48,6 +48,7 @@ const SQLITE_RUN_ONLY = [
   "tests/process/shutdown.test.ts",
   "tests/unit/client-address.test.ts",
   "tests/unit/config.test.ts",
+  "tests/unit/change-feed.test.ts",
   "tests/unit/deadline.test.ts",
   "tests/unit/docs-links.test.ts",
   "tests/unit/groups.test.ts",

@@ -85,7 +85,12 @@ export function createChangeFeed({
     try {
       do {
         again = false;
-        if (open === 0) break;
+        if (open === 0) {
+          // Idle, it only keeps its place; a stream opened meanwhile needs every change after the old one.
+          const newest = await store.newest();
+          if (open === 0) cursor = Math.max(cursor, newest);
+          break;
+        }
         const changes = await store.readAll(cursor, PAGE);
         for (const change of changes) {
           const streams = byOwner.get(change.ownerId);
@@ -123,12 +128,17 @@ export function createChangeFeed({
     void Promise.all([checking && checkTokens(), readNew()]).finally(() => timers.setTimeout(tick, pollMs).unref());
   }
 
+  /** Once: where the log is now, then the wake-ups and the tick. A start that failed is tried again by the next stream. */
   function start(): Promise<void> {
     started ??= (async () => {
+      cursor = Math.max(cursor, await store.newest());
       stopWatching = await store.watch(() => void readNew());
       checkedAt = timers.now();
       timers.setTimeout(tick, pollMs).unref();
-    })();
+    })().catch((error) => {
+      started = undefined;
+      throw error;
+    });
     return started;
   }
 
@@ -142,7 +152,10 @@ export function createChangeFeed({
         if (!left) break;
         for (let wait = stream.roomForMore(); wait; wait = stream.roomForMore()) await wait;
         if (!stream.open) return;
-        ({ changes: page, more: left } = await store.read(stream.ownerId, BigInt(stream.cursor), CATCH_UP_PAGE));
+        const next = await store.read(stream.ownerId, BigInt(stream.cursor), CATCH_UP_PAGE);
+        // Pruned past its cursor while it read: it ends, and its client's reconnection gets the 410.
+        if (next.prunedThrough > stream.cursor) return stream.end();
+        ({ changes: page, more: left } = next);
       }
       stream.goLive();
     } catch (error) {
@@ -165,7 +178,6 @@ export function createChangeFeed({
       if ((byToken.get(tokenId) ?? 0) >= perToken)
         throw new HttpError(429, `This token has ${perToken} change streams open here already; close one.`, RETRY);
       if (open >= max) throw new HttpError(503, "This instance holds all the change streams it may; retry.", RETRY);
-      const wasIdle = open === 0;
       const stream = new ChangeStream(ownerId, tokenId, maxBehindBytes, timers.now, forget, cutOff);
       // Counted and registered before the first read, so a change committed meanwhile waits in `pending`.
       open++;
@@ -173,7 +185,6 @@ export function createChangeFeed({
       byOwner.set(ownerId, (byOwner.get(ownerId) ?? new Set()).add(stream));
       try {
         await start();
-        if (wasIdle && !reading) cursor = await store.newest();
         const first = await store.read(ownerId, after ?? LATEST, after === undefined ? 0 : CATCH_UP_PAGE);
         if (after !== undefined && after < BigInt(first.prunedThrough)) throw gone(first.newest);
         stream.cursor = after === undefined ? first.newest : Number(after);

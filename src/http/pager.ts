@@ -31,8 +31,9 @@ export interface PageRequest<Cursor> {
   onFault: (error: unknown) => void;
 }
 
+/** None for an empty page (`limit=0`): it would name itself. */
 const linkOf = <C, P extends PageOf<C>>(reader: PageReader<C, P>, page: P) =>
-  page.more && page.last !== undefined ? reader.link(page.last) : undefined;
+  page.more && page.count > 0 && page.last !== undefined ? reader.link(page.last) : undefined;
 
 /**
  * The answer to a list request: one read when the page fits a chunk (at once when the read is),

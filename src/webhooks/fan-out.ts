@@ -6,6 +6,8 @@ import { PLANT_FIELDS } from "../plants/model";
 
 /** Changes read per statement for one endpoint. */
 const PAGE = 500;
+/** Changes a delivery log's read fans out per endpoint first. */
+const OWNER_BUDGET = 5_000;
 /** Endpoints a fan-out looks at per pass. */
 const ENDPOINTS_PER_PASS = 100;
 
@@ -65,10 +67,13 @@ export function createFanOut(webhooks: WebhookStore, changes: ChangeStore) {
       }
       return taken;
     },
-    /** An owner's endpoints, whatever their circuits, every change: before its delivery log is read. */
+    /**
+     * An owner's endpoints, whatever their circuits, before its delivery log is read: up to
+     * OWNER_BUDGET changes each (a longer backlog shows as the dispatcher fans it out).
+     */
     async owner(ownerId: number): Promise<void> {
       for (const endpoint of await webhooks.behind({ count: ENDPOINTS_PER_PASS, circuitFailures: 0, ownerId })) {
-        await feed(endpoint, Number.POSITIVE_INFINITY);
+        await feed(endpoint, OWNER_BUDGET);
       }
     },
   };

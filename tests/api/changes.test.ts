@@ -892,3 +892,13 @@ describe("CORS for the change feed", () => {
     expect(answer.headers.get("access-control-expose-headers")?.split(/,\s*/)).toContain("changes-cursor");
   });
 });
+
+describe("limit=0", () => {
+  test("gives the cursor and no Link, which would name the same page", async () => {
+    for (const id of ["1", "2"]) await create(id, `p${id}`);
+    const page = await changes("?limit=0");
+    expect(page.changes).toEqual([]);
+    expect(page.link).toBeNull();
+    expect((await changes("?after=0&limit=0")).link).toBeNull();
+  });
+});

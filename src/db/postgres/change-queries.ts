@@ -5,13 +5,16 @@ const SELECT_CHANGE = `SELECT seq::float8 AS seq, owner_id AS "ownerId", type,
 
 /** The change log; readers see stamped changes only, in seq order (docs/decisions/0010-change-log-order.md). */
 export const CHANGE_SQL = {
-  page: `${SELECT_CHANGE} WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+  /** The owner's marks on every row (one row of nulls when the page is empty). */
+  page: `SELECT m.*, c.* FROM (
+      SELECT GREATEST(coalesce((SELECT max(seq) FROM plant_changes WHERE owner_id = $1), 0),
+        u.changes_pruned_through)::float8 AS newest, u.changes_pruned_through::float8 AS "prunedThrough"
+      FROM users u WHERE u.id = $1
+    ) m LEFT JOIN LATERAL (${SELECT_CHANGE} WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3) c ON true`,
   all: `${SELECT_CHANGE} WHERE seq > $1 ORDER BY seq LIMIT $2`,
-  cursor: `SELECT GREATEST(coalesce((SELECT max(seq) FROM plant_changes WHERE owner_id = $1), 0),
-      u.changes_pruned_through)::float8 AS newest, u.changes_pruned_through::float8 AS "prunedThrough"
-    FROM users u WHERE u.id = $1`,
   newest: "SELECT coalesce(max(seq), 0)::float8 AS newest FROM plant_changes",
-  unstamped: "SELECT EXISTS (SELECT 1 FROM plant_change_inbox) AS unstamped",
+  /** Along the key, not a scan of a queue table full of dead rows. */
+  unstamped: "SELECT EXISTS (SELECT pos FROM plant_change_inbox ORDER BY pos LIMIT 1) AS unstamped",
   stampLock: "SELECT pg_advisory_xact_lock($1::int8)",
   /**
    * Under stampLock, taken in a statement before this one, so this one's snapshot sees the last

@@ -73,17 +73,15 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
     if (unstamped) await stamp();
   }
 
-  const cursorOf = async (ownerId: number) =>
-    ((await client.unsafe(CHANGE_SQL.cursor, [ownerId])) as Array<{ newest: number; prunedThrough: number }>)[0] ?? {
-      newest: 0,
-      prunedThrough: 0,
-    };
-
   return {
     async read(ownerId, after, count) {
       await stampWaiting();
-      const mark = await cursorOf(ownerId);
-      const rows = (await client.unsafe(CHANGE_SQL.page, [ownerId, after, count + 1])) as Row[];
+      // One statement, one snapshot: a prune or a stamp cannot fall between the page and its marks.
+      const found = (await client.unsafe(CHANGE_SQL.page, [ownerId, after, count + 1])) as Array<
+        Row & { newest: number; prunedThrough: number }
+      >;
+      const mark = found[0] ?? { newest: 0, prunedThrough: 0 };
+      const rows = found.filter((row) => row.seq !== null);
       const more = rows.length > count;
       if (more) rows.pop();
       const changes = rows.map(toChange);

@@ -22,7 +22,7 @@ export const WEBHOOK_SQL = {
     ), written AS (
       INSERT INTO webhook_deliveries (id, webhook_id, type, payload, created_at, next_attempt_at)
       SELECT d.value ->> 'id', moved.id, d.value ->> 'type', d.value ->> 'payload',
-        to_timestamp((d.value ->> 'at')::float8 / 1000), to_timestamp((d.value ->> 'at')::float8 / 1000)
+        to_timestamp((d.value ->> 'at')::float8 / 1000), now()
       FROM moved, json_array_elements($4::text::json) WITH ORDINALITY AS d
       ORDER BY d.ordinality
     )

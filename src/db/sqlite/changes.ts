@@ -30,12 +30,15 @@ export function createSqliteChangeStore(sqlite: Database, writes: Writer): Chang
   const cursor = sqlite.prepare<{ newest: number; prunedThrough: number }, [number]>(CHANGE_SQL.cursor);
   const newest = sqlite.prepare<{ newest: number }, []>(CHANGE_SQL.newest);
   const watchers = new Set<() => void>();
+  const snapshot = sqlite.transaction((ownerId: number, after: bigint, count: number) => {
+    const rows = page.all(ownerId, after, count + 1);
+    return [rows, cursor.get(ownerId) ?? { newest: 0, prunedThrough: 0 }] as const;
+  });
 
   return {
     async read(ownerId, after, count) {
-      // The cursor first: a change committed between the two reads is then in the page, never past the cursor.
-      const mark = cursor.get(ownerId) ?? { newest: 0, prunedThrough: 0 };
-      const rows = page.all(ownerId, after, count + 1);
+      // One snapshot: the writer thread's prune or write cannot fall between the page and its marks.
+      const [rows, mark] = snapshot(ownerId, after, count);
       const more = rows.length > count;
       if (more) rows.pop();
       const changes = rows.map(toChange);

@@ -22,9 +22,9 @@ export const WEBHOOK_SQL = {
   /** (endpoint, from, to): then fanOutInsert in the same savepoint, which writes only if this moved it. */
   fanOutCursor: `UPDATE webhooks SET change_cursor = ?3 WHERE id = ?1 AND change_cursor = ?2 AND disabled_at IS NULL
     RETURNING id`,
-  /** (endpoint, deliveries JSON: [{id, type, at, payload}]), in their order. */
+  /** (endpoint, deliveries JSON: [{id, type, at, payload}], now): in their order, all due now. */
   fanOutInsert: `INSERT INTO webhook_deliveries (id, webhook_id, type, payload, created_at, next_attempt_at)
-    SELECT value ->> 'id', ?1, value ->> 'type', value ->> 'payload', value ->> 'at', value ->> 'at'
+    SELECT value ->> 'id', ?1, value ->> 'type', value ->> 'payload', value ->> 'at', ?3
     FROM json_each(?2) WHERE changes() > 0 ORDER BY key`,
   listOwn: `SELECT ${ENDPOINT} FROM webhooks WHERE owner_id = ?1 ORDER BY id`,
   ownEndpoint: "SELECT id FROM webhooks WHERE owner_id = ?1 AND id = ?2",

@@ -111,7 +111,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         {
           steps: [
             { sql: SQL.fanOutCursor, mode: "get", params: [endpointId, from, to] },
-            { sql: SQL.fanOutInsert, mode: "run", params: [endpointId, JSON.stringify(deliveries)] },
+            { sql: SQL.fanOutInsert, mode: "run", params: [endpointId, JSON.stringify(deliveries), clock()] },
           ],
           answer: 0,
         },
