@@ -32,7 +32,7 @@ async function deliveryLog(url: string, token: string, endpoint: number) {
   const response = await fetch(`${url}/webhooks/${endpoint}/deliveries`, {
     headers: { authorization: `Bearer ${token}` },
   });
-  return (await response.json()) as Array<{ id: string; status: string }>;
+  return (await response.json()) as Array<{ id: string; status: string; type: string }>;
 }
 
 /**
@@ -76,7 +76,11 @@ describe(`webhooks across processes (${ENGINE})`, () => {
    * most) until `count` deliveries of each endpoint are delivered. Returns their logs, one after
    * the other, and how long that took.
    */
-  async function crashingRun({ endLeases = false, endpoints: endpointCount = 1 } = {}) {
+  async function crashingRun({
+    endLeases = false,
+    endpoints: endpointCount = 1,
+    events = undefined as string[] | undefined,
+  } = {}) {
     let answering = false;
     const hook = startReceiver(() => (answering ? new Response("ok") : never()));
     cleanups.push(hook.stop);
@@ -85,7 +89,12 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     const token = tokenOf(first);
     const endpoints: number[] = [];
     for (let i = 0; i < endpointCount; i++) {
-      const registered = await post(first.url, token, "/webhooks", JSON.stringify({ url: hook.url(`/hook${i}`) }));
+      const registered = await post(
+        first.url,
+        token,
+        "/webhooks",
+        JSON.stringify({ url: hook.url(`/hook${i}`), events }),
+      );
       expect(registered.status).toBe(201);
       endpoints.push(((await registered.json()) as { id: number }).id);
     }
@@ -123,6 +132,33 @@ describe(`webhooks across processes (${ENGINE})`, () => {
     for (const delivery of log) expect(answered.has(delivery.id)).toBe(true);
     const bodies = new Set(run.hook.received.map((r) => r.body));
     for (let i = 0; i < 50; i++) expect(bodies.has(body(i))).toBe(true);
+  }, 60_000);
+
+  test("kill -9 right after the 200s of creates, updates and deletes: every change is delivered after the restart, as its change", async () => {
+    const run = await crashingRun({ endLeases: true, events: ["plant.created", "plant.updated", "plant.deleted"] });
+    const send = (method: string, path: string, body?: string) =>
+      fetch(`${run.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${run.token}`, "content-type": "application/json" },
+        body,
+      });
+    for (let i = 0; i < 10; i++)
+      expect((await post(run.url, run.token, "/plants", `{"id":${i},"name":"p${i}"}`)).status).toBe(200);
+    for (let i = 0; i < 10; i++)
+      expect((await send("PATCH", `/plants/${i}`, `{"name":"renamed ${i}"}`)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await send("DELETE", `/plants/${i}`)).status).toBe(204);
+    const { log, seconds } = await run.restart(25);
+    expect(seconds).toBeLessThan(30);
+    expect(log.map((d) => d.status)).toEqual(Array(25).fill("delivered"));
+    const types = log.map((d) => d.type);
+    expect(types).toEqual([
+      ...Array(10).fill("plant.created"),
+      ...Array(10).fill("plant.updated"),
+      ...Array(5).fill("plant.deleted"),
+    ]);
+    // Each change reached the receiver as itself, every seq once at least.
+    const changes = run.hook.received.map((r) => JSON.parse(r.body) as { seq: number; type: string });
+    expect(new Set(changes.map((change) => change.seq)).size).toBe(25);
   }, 60_000);
 
   // The leases are LEASE_MS (20 s) long: checked, then ended in the database while the server is
