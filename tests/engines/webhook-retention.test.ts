@@ -278,10 +278,12 @@ describe.if(onSqlite)("the pending gauge (sqlite)", () => {
   // PostgreSQL counts in the server: its read holds no thread here.
   test("is read in steps: a request sent while it is read is answered before the read ends, and the count is exact", async () => {
     const o = await outbox();
-    // 12,000 pending deliveries all due at the same millisecond: the steps part ties by seq.
-    o.t.sqlite.run(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)
+    // 12,000 pending deliveries all due at the same millisecond (the steps part ties by seq,
+    // each seeking: a row value of three seeks on two, which read the whole group at every step),
+    // then 7,000 more over three later due times.
+    o.t.sqlite.run(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 19000)
       INSERT INTO webhook_deliveries (id, webhook_id, payload, created_at, next_attempt_at)
-      SELECT 'msg_' || i, ${o.endpoint}, '{}', 1, 1 FROM n`);
+      SELECT 'msg_' || i, ${o.endpoint}, '{}', 1, CASE WHEN i <= 12000 THEN 1 ELSE 2 + i % 3 END FROM n`);
     const alice = await o.t.user("alice");
     const order: string[] = [];
     const gauge = o.store.pendingCount().then((n) => {
@@ -291,7 +293,7 @@ describe.if(onSqlite)("the pending gauge (sqlite)", () => {
     const answered = o.t.call("GET", "/plants", { token: alice.token }).then((response) => {
       order.push(`request ${response.status}`);
     });
-    expect(await gauge).toBe(12_000);
+    expect(await gauge).toBe(19_000);
     await answered;
     expect(order).toEqual(["request 200", "gauge"]);
   });

@@ -73,14 +73,23 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
     ON CONFLICT DO NOTHING`,
-  /** (after webhook_id, next_attempt_at, seq; step - 1): a counting step's last entry, none past the end. */
-  pendingStep: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
-    WHERE next_attempt_at IS NOT NULL
-      AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))
-    ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?4 + 0)`,
-  pendingRest: `SELECT count(*) AS n FROM webhook_deliveries
-    WHERE next_attempt_at IS NOT NULL
-      AND (webhook_id, next_attempt_at, seq) > ((?1 + 0), (?2 + 0), (?3 + 0))`,
+  /*
+   * The pending count's steps along the due index, from a position (webhook_id, next_attempt_at,
+   * seq): first within its own (endpoint, due time) group, by seq, then past the group. A row value
+   * of all three seeks on the first two only, so a large group was read again at every step.
+   */
+  /** (endpoint, due, after seq, step - 1) */
+  pendingStepInGroup: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
+    WHERE webhook_id = (?1 + 0) AND next_attempt_at = (?2 + 0) AND next_attempt_at IS NOT NULL AND seq > (?3 + 0)
+    ORDER BY seq LIMIT 1 OFFSET (?4 + 0)`,
+  pendingRestInGroup: `SELECT count(*) AS n FROM webhook_deliveries
+    WHERE webhook_id = (?1 + 0) AND next_attempt_at = (?2 + 0) AND next_attempt_at IS NOT NULL AND seq > (?3 + 0)`,
+  /** (endpoint, due, step - 1) */
+  pendingStepPast: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL AND (webhook_id, next_attempt_at) > ((?1 + 0), (?2 + 0))
+    ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?3 + 0)`,
+  pendingRestPast: `SELECT count(*) AS n FROM webhook_deliveries
+    WHERE next_attempt_at IS NOT NULL AND (webhook_id, next_attempt_at) > ((?1 + 0), (?2 + 0))`,
   /** (created before, count): the oldest finished deliveries; attempts go by cascade. */
   pruneFinished: `DELETE FROM webhook_deliveries WHERE seq IN (
       SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < (?1 + 0)

@@ -67,10 +67,11 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const page = sqlite.prepare<DeliveryRow, [number, number, number]>(SQL.page);
   const anyDue = sqlite.prepare<{ due: number }, [number, number, number]>(SQL.anyDue);
   const endpointSecret = sqlite.prepare<{ url: string; secret: string }, [number]>(SQL.endpointSecret);
-  const pendingStep = sqlite.prepare<{ endpoint: number; at: number; seq: number }, [number, number, number, number]>(
-    SQL.pendingStep,
-  );
-  const pendingRest = sqlite.prepare<{ n: number }, [number, number, number]>(SQL.pendingRest);
+  type Position = { endpoint: number; at: number; seq: number };
+  const stepInGroup = sqlite.prepare<Position, [number, number, number, number]>(SQL.pendingStepInGroup);
+  const restInGroup = sqlite.prepare<{ n: number }, [number, number, number]>(SQL.pendingRestInGroup);
+  const stepPast = sqlite.prepare<Position, [number, number, number]>(SQL.pendingStepPast);
+  const restPast = sqlite.prepare<{ n: number }, [number, number]>(SQL.pendingRestPast);
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
@@ -159,15 +160,19 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     // meanwhile may count twice or not.
     async pendingCount() {
       let counted = 0;
-      let after = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
+      let after: Position = { endpoint: Number.MIN_SAFE_INTEGER, at: Number.MIN_SAFE_INTEGER, seq: 0 };
       for (;;) {
-        const last = pendingStep.get(after.endpoint, after.at, after.seq, PENDING_STEP - 1);
-        if (!last) break;
+        const { endpoint, at, seq } = after;
+        let last = stepInGroup.get(endpoint, at, seq, PENDING_STEP - 1);
+        if (!last) {
+          const inGroup = restInGroup.get(endpoint, at, seq)?.n ?? 0;
+          last = stepPast.get(endpoint, at, PENDING_STEP - 1 - inGroup);
+          if (!last) return counted + inGroup + (restPast.get(endpoint, at)?.n ?? 0);
+        }
         counted += PENDING_STEP;
         after = last;
         await new Promise((resolve) => setImmediate(resolve));
       }
-      return counted + (pendingRest.get(after.endpoint, after.at, after.seq)?.n ?? 0);
     },
     pruneFinished: (before, count) => countRows(writes, SQL.pruneFinished, [before, count]),
     async failedDeliveries(webhookId) {
