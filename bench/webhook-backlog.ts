@@ -1,5 +1,5 @@
 /**
- * Another user's reads beside a large webhook backlog (issue 41, SQLite):
+ * Another user's reads beside a large webhook backlog (issue 41, SQLite, or PostgreSQL with `--engine postgres`):
  *
  *   A. with 2,000,000 pending deliveries not yet due (one endpoint of user A, down for hours),
  *      user B's reads (`GET /plants?limit=20`, wrk -t2 -c64) keep a p50 within 2× of the same
@@ -8,13 +8,18 @@
  *      limit, 2,000,000 entries each, curl reading each body to the end, 4 at once, again and
  *      again while wrk runs), B's reads keep a p50 and a p99 under 100 ms.
  *
- *   bun bench/webhook-backlog.ts [A] [B] [--cpu-prof]
+ *   bun bench/webhook-backlog.ts [A] [B] [--cpu-prof] [--engine postgres]
  *
  * The database is built once and kept in the temp folder (rebuilt when older than 12 h, since its
  * deliveries are due a day after it was built, or when the migrations change); each run works on
  * copies. The services run with their defaults but RATE_LIMIT_PER_MINUTE=0 (B's load is two
  * tokens'); `--cpu-prof` starts the backlog service under `bun --cpu-prof` and prints where its
  * main thread spent its time (bench/cpu-profile-top.ts).
+ * On PostgreSQL (`--engine postgres`, or BENCH_ENGINE), nothing is cached: a throwaway cluster with fsync
+ * and synchronous_commit on (scripts/pg-cluster.ts, as bench/postgres.ts) gets the empty database
+ * (users and tokens by the CLI, B's plants, A's endpoint), the backlog database copied from it as a
+ * template, and the deliveries in one INSERT … SELECT FROM generate_series, then ANALYZE; the service
+ * runs on each with its defaults but RATE_LIMIT_PER_MINUTE=0.
  * BENCH_BACKLOG_DELIVERIES changes the backlog's size; BENCH_BACKLOG_DUE=spread makes each delivery
  * due a day after its own creation (all distinct) instead of all at the same time, a day after the
  * build; BENCH_ROUNDS, BENCH_SECONDS as elsewhere.
@@ -23,11 +28,25 @@ import { Database } from "bun:sqlite";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SQL } from "bun";
+import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
 import { EMBEDDED_MIGRATIONS } from "../src/db/sqlite/migrations";
 import { newSecret } from "../src/webhooks/signing";
 import { printProfile } from "./cpu-profile-top";
-import { CONNECTIONS, ROUNDS, SECONDS } from "./options";
-import { cli, fail, fmt, median, ROOT, type Running, SERVICE_LIMIT_OFF, startTarget, type Target } from "./targets";
+import { CONNECTIONS, ENGINE, ROUNDS, SECONDS } from "./options";
+import {
+  cli,
+  fail,
+  fmt,
+  median,
+  onFail,
+  POSTGRES_TARGETS,
+  ROOT,
+  type Running,
+  SERVICE_LIMIT_OFF,
+  startTarget,
+  type Target,
+} from "./targets";
 import { type WrkResult, wrk } from "./wrk";
 
 const DELIVERIES = Number(process.env.BENCH_BACKLOG_DELIVERIES ?? 2_000_000);
@@ -144,6 +163,76 @@ async function built(): Promise<{ dir: string; meta: Built }> {
   return { dir, meta };
 }
 
+/**
+ * On the cluster, the databases `backlog_empty` (users, tokens, B's plants, A's endpoint) and
+ * `backlog_full` (its copy, and the deliveries); answers their URLs and what the run needs.
+ */
+async function builtPostgres(cluster: Cluster): Promise<{ empty: string; backlog: string; meta: Built }> {
+  const started = performance.now();
+  const empty = await createDatabase(cluster.url, "backlog_empty");
+  // The CLI migrates the database and creates each user and token, as on SQLite.
+  const tokenA = await cli(["token", "create", "--user", "backlog-a"], empty);
+  const tokensB: [string, string] = [
+    await cli(["token", "create", "--user", "backlog-b"], empty),
+    await cli(["token", "create", "--user", "backlog-b"], empty),
+  ];
+  const builtAt = Date.now();
+  let webhookId: number;
+  const sql = new SQL(empty, { max: 1 });
+  try {
+    const userId = async (name: string) =>
+      ((await sql`SELECT id FROM users WHERE name = ${name}`) as Array<{ id: number }>)[0]?.id as number;
+    const [a, b] = [await userId("backlog-a"), await userId("backlog-b")];
+    await sql.unsafe(
+      `INSERT INTO plants (owner_id, id, name, tag)
+       SELECT $1::int, i, 'Plant ' || i, CASE WHEN i % 2 = 0 THEN 'seed' END FROM generate_series(1, $2::int) i`,
+      [b, B_PLANTS],
+    );
+    const [row] = (await sql.unsafe(
+      `INSERT INTO webhooks (owner_id, url, secret, created_at, change_cursor)
+       VALUES ($1::int, $2, $3, now() - interval '6 hours',
+         (SELECT coalesce(max(seq), 0) FROM plant_changes WHERE owner_id = $1::int)) RETURNING id`,
+      [a, DOWN_URL, newSecret()],
+    )) as Array<{ id: number }>;
+    webhookId = (row as { id: number }).id;
+    await sql`ANALYZE`;
+  } finally {
+    await sql.close();
+  }
+  // A copy of the empty database (its tokens and ids the same), then the deliveries, in one statement.
+  const backlog = await createDatabase(cluster.url, "backlog_full", "backlog_empty");
+  const full = new SQL(backlog, { max: 1 });
+  try {
+    await full.unsafe(
+      `INSERT INTO webhook_deliveries (id, webhook_id, type, payload, status, attempts, created_at, next_attempt_at)
+       SELECT 'msg_' || lpad(to_hex(i), 32, '0'), $1::int, 'plant.created', '{"id":' || i || ',"name":"x"}',
+         'pending', 0, at, CASE WHEN $3::boolean THEN at ELSE now() END + interval '1 day'
+       FROM generate_series(1, $2::int) i,
+         LATERAL (SELECT CASE WHEN $3::boolean THEN now() - interval '3 hours' + i * (interval '3 hours' / $2::int)
+           ELSE now() END AS at) t`,
+      [webhookId, DELIVERIES, SPREAD],
+    );
+    await full`ANALYZE`;
+    const [{ n }] = (await full`SELECT count(*)::int AS n FROM webhook_deliveries`) as [{ n: number }];
+    if (n !== DELIVERIES) fail(`webhook backlog: built ${n} deliveries, not ${DELIVERIES}`);
+  } finally {
+    await full.close();
+  }
+  console.log(
+    `Built ${fmt(DELIVERIES)} deliveries and ${fmt(B_PLANTS)} plants on PostgreSQL in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  const meta: Built = {
+    version: CACHE_VERSION,
+    key: migrationsKey(),
+    builtAt,
+    deliveries: DELIVERIES,
+    tokenA,
+    tokensB,
+    webhookId,
+  };
+  return { empty, backlog, meta };
+}
+
 const authed = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
 
 /** Checks both services answer B's page and A's log as expected; answers the length of one log entry's JSON. */
@@ -216,55 +305,48 @@ async function whileStreaming(backlog: Running, meta: Built, expectedBytes: numb
 const line = (label: string, r: WrkResult) =>
   `${label.padEnd(28)} ${fmt(r.rps).padStart(7)} req/s  p50 ${fmt(r.p50, 2)} ms  p99 ${fmt(r.p99, 2)} ms  non-2xx ${r.non2xx}  socket errors ${r.errors}`;
 
-async function main() {
-  const { dir: cache, meta } = await built();
-  const dir = mkdtempSync(join(tmpdir(), "plant-store-backlog-run-"));
-  const profileDir = join(tmpdir(), `plant-store-backlog-profile-${Date.now()}`);
-  const running: Running[] = [];
-  try {
-    for (const name of ["empty", "backlog"]) copyFileSync(join(cache, `${name}.sqlite`), join(dir, `${name}.sqlite`));
-    const profiled: Target = {
-      ...SERVICE_LIMIT_OFF,
-      command: [
-        "bun",
-        "--cpu-prof",
-        `--cpu-prof-dir=${profileDir}`,
-        "--max-http-header-size=16384",
-        join(ROOT, "src/index.ts"),
-      ],
-    };
-    const backlog = await startTarget(profile ? profiled : SERVICE_LIMIT_OFF, join(dir, "backlog.sqlite"));
-    running.push(backlog);
-    const empty = await startTarget(SERVICE_LIMIT_OFF, join(dir, "empty.sqlite"));
-    running.push(empty);
-    const entryBytes = await checkReady(backlog, empty, meta);
-    const expectedBytes = DELIVERIES * entryBytes + (DELIVERIES - 1) + 2;
-    console.log(
-      `\nWebhook backlog (issue 41) — ${fmt(DELIVERIES)} pending deliveries of user A, ${SPREAD ? "each due a day after its creation" : "all due at one time, in a day"}, against none; user B's reads (GET /plants?limit=20 over ${fmt(B_PLANTS)} plants, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s); ${ROUNDS} alternating rounds; the service's defaults but the rate limit OFF (RATE_LIMIT_PER_MINUTE=0: the load is two tokens'); load ${await load()}\n`,
-    );
-    for (const service of [backlog, empty]) await wrk(service.url, "read", [...meta.tokensB, "0"], 1); // warm-up
-    const results = { empty: [] as WrkResult[], backlog: [] as WrkResult[], streaming: [] as StreamRun[] };
-    for (let round = 1; round <= ROUNDS; round++) {
-      if (runA) {
-        const order = round % 2 === 1 ? (["backlog", "empty"] as const) : (["empty", "backlog"] as const);
-        for (const side of order) {
-          const result = await readB(side === "backlog" ? backlog : empty, meta);
-          results[side].push(result);
-          console.log(
-            `round ${round} ${line(side === "backlog" ? "backlog" : "empty outbox", result)}  load ${await load()}`,
-          );
-        }
-      }
-      if (runB) {
-        const run = await whileStreaming(backlog, meta, expectedBytes);
-        results.streaming.push(run);
+/** The service under `bun --cpu-prof`, writing its profile in `profileDir`. */
+const profiledTarget = (target: Target, profileDir: string): Target => ({
+  ...target,
+  command: [
+    "bun",
+    "--cpu-prof",
+    `--cpu-prof-dir=${profileDir}`,
+    "--max-http-header-size=16384",
+    join(ROOT, "src/index.ts"),
+  ],
+});
+
+/** A's and B's rounds on the two running services, their table and verdicts. */
+async function measure(backlog: Running, empty: Running, meta: Built, engineNote: string) {
+  const entryBytes = await checkReady(backlog, empty, meta);
+  const expectedBytes = DELIVERIES * entryBytes + (DELIVERIES - 1) + 2;
+  console.log(
+    `\nWebhook backlog (issue 41)${engineNote} — ${fmt(DELIVERIES)} pending deliveries of user A, ${SPREAD ? "each due a day after its creation" : "all due at one time, in a day"}, against none; user B's reads (GET /plants?limit=20 over ${fmt(B_PLANTS)} plants, wrk -t2 -c${CONNECTIONS}, ${SECONDS} s); ${ROUNDS} alternating rounds; the service's defaults but the rate limit OFF (RATE_LIMIT_PER_MINUTE=0: the load is two tokens'); load ${await load()}\n`,
+  );
+  for (const service of [backlog, empty]) await wrk(service.url, "read", [...meta.tokensB, "0"], 1); // warm-up
+  const results = { empty: [] as WrkResult[], backlog: [] as WrkResult[], streaming: [] as StreamRun[] };
+  for (let round = 1; round <= ROUNDS; round++) {
+    if (runA) {
+      const order = round % 2 === 1 ? (["backlog", "empty"] as const) : (["empty", "backlog"] as const);
+      for (const side of order) {
+        const result = await readB(side === "backlog" ? backlog : empty, meta);
+        results[side].push(result);
         console.log(
-          `round ${round} ${line(`backlog + ${STREAMS} streams`, run.wrk)}  (${run.reads} whole logs of ${fmt(expectedBytes / 1024 ** 2)} MiB, median ${run.meanSeconds.toFixed(1)} s each)  load ${await load()}`,
+          `round ${round} ${line(side === "backlog" ? "backlog" : "empty outbox", result)}  load ${await load()}`,
         );
       }
     }
-    for (const service of running.splice(0)) await service.stop();
-
+    if (runB) {
+      const run = await whileStreaming(backlog, meta, expectedBytes);
+      results.streaming.push(run);
+      console.log(
+        `round ${round} ${line(`backlog + ${STREAMS} streams`, run.wrk)}  (${run.reads} whole logs of ${fmt(expectedBytes / 1024 ** 2)} MiB, median ${run.meanSeconds.toFixed(1)} s each)  load ${await load()}`,
+      );
+    }
+  }
+  // The table once the services are stopped (a profiled one writes its profile on exit).
+  return async () => {
     const med = (runs: WrkResult[], key: "rps" | "p50" | "p99") => median(runs.map((r) => r[key]));
     console.log("\n| run | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|");
     const row = (label: string, runs: WrkResult[]) =>
@@ -296,15 +378,74 @@ async function main() {
       );
     }
     console.log(`load ${await load()}`);
-    if (profile) {
-      const files = existsSync(profileDir) ? readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile")) : [];
-      if (files.length === 0) fail(`no CPU profile was written in ${profileDir}`);
-      for (const file of files) printProfile(join(profileDir, file));
-    }
+  };
+}
+
+async function printProfiles(profileDir: string) {
+  const files = existsSync(profileDir) ? readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile")) : [];
+  if (files.length === 0) fail(`no CPU profile was written in ${profileDir}`);
+  for (const file of files) printProfile(join(profileDir, file));
+}
+
+async function main() {
+  const { dir: cache, meta } = await built();
+  const dir = mkdtempSync(join(tmpdir(), "plant-store-backlog-run-"));
+  const profileDir = join(tmpdir(), `plant-store-backlog-profile-${Date.now()}`);
+  const running: Running[] = [];
+  try {
+    for (const name of ["empty", "backlog"]) copyFileSync(join(cache, `${name}.sqlite`), join(dir, `${name}.sqlite`));
+    const profiled = profiledTarget(SERVICE_LIMIT_OFF, profileDir);
+    const backlog = await startTarget(profile ? profiled : SERVICE_LIMIT_OFF, join(dir, "backlog.sqlite"));
+    running.push(backlog);
+    const empty = await startTarget(SERVICE_LIMIT_OFF, join(dir, "empty.sqlite"));
+    running.push(empty);
+    const report = await measure(backlog, empty, meta, "");
+    for (const service of running.splice(0)) await service.stop();
+    await report();
+    if (profile) await printProfiles(profileDir);
   } finally {
     for (const service of running) await service.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-await main();
+async function mainPostgres() {
+  if (Bun.spawnSync(["which", "wrk"]).exitCode !== 0) fail("wrk is not installed (apt-get install -y wrk)");
+  let cluster: Cluster;
+  try {
+    cluster = await startCluster({ durable: true });
+  } catch (error) {
+    fail(`cannot start a PostgreSQL cluster: ${(error as Error).message}`);
+  }
+  const logs = mkdtempSync(join(tmpdir(), "plant-store-backlog-pg-"));
+  const profileDir = join(tmpdir(), `plant-store-backlog-profile-${Date.now()}`);
+  const guard = onFail(() => {
+    cluster.stopNow();
+    rmSync(logs, { recursive: true, force: true });
+  });
+  process.once("SIGINT", () => fail("interrupted"));
+  const running: Running[] = [];
+  try {
+    const databases = await builtPostgres(cluster);
+    const target = POSTGRES_TARGETS.serviceLimitOff;
+    const backlog = await startTarget(
+      profile ? profiledTarget(target, profileDir) : target,
+      databases.backlog,
+      join(logs, "backlog"),
+    );
+    running.push(backlog);
+    const empty = await startTarget(target, databases.empty, join(logs, "empty"));
+    running.push(empty);
+    const report = await measure(backlog, empty, databases.meta, " on PostgreSQL (fsync and synchronous_commit on)");
+    for (const service of running.splice(0)) await service.stop();
+    await report();
+    if (profile) await printProfiles(profileDir);
+  } finally {
+    for (const service of running) await service.stop();
+    await cluster.stop();
+    guard.release();
+    rmSync(logs, { recursive: true, force: true });
+  }
+}
+
+await (ENGINE === "postgres" ? mainPostgres() : main());
