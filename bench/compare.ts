@@ -2,7 +2,7 @@
  * Before/after: two checkouts of the service on the same machine and load, in alternating rounds.
  *
  *   bun bench/compare.ts <dirA> <dirB> [--engine sqlite|postgres] [--rounds N] [--seconds S]
- *                        [--tokens N] [--launches N] [--rate-limit N]
+ *                        [--tokens N] [--launches N] [--rate-limit N] [--scenarios <comma list>]
  *
  * Each side runs as an operator runs it: `bun run start` in its own checkout (its own
  * package.json's start script), with its own defaults: durable writes, the access log at the
@@ -14,9 +14,28 @@
  * throwaway PostgreSQL cluster with fsync on, as bench/postgres.ts), tokens made by its own CLI
  * (`bun run cli token create --user bench-a`), 2,000 plants seeded as bun run bench does, the
  * behaviour checks (bench/checks.ts) and a 1 s warm-up, all with one token per user. Then the
- * read, write and mix scenarios (bench/lua/) run in rounds, A then B in odd rounds and B then A
- * in even ones, each scenario back to back on both sides, so both see much the same background
- * load.
+ * scenarios (bench/lua/) run in rounds, A then B in odd rounds and B then A in even ones, each
+ * scenario back to back on both sides, so both see much the same background load.
+ *
+ * The scenarios: --scenarios, a comma list in the order to run them, read,write,mix by default.
+ *   read    GET /plants?limit=20                      write   POST /plants (a new id each)
+ *   mix     80 % list, 15 % create, 5 % delete of a plant created earlier in the run
+ *   update  PATCH /plants/{id} with If-Match over the 2,000 seeded plants in turn, as bench/update.ts
+ *           (bench/lua/update.lua): before every update run, outside its timed part, the side's
+ *           own server is asked every seeded plant's ETag (GET /plants/{id}), so every PATCH
+ *           carries a current tag
+ *   delete  DELETE /plants/{id} (bench/lua/delete.lua), each request deleting a plant that exists,
+ *           each id once: every wrk thread walks a range of its user's plants made for that run.
+ *           The ranges, one per round and thread, the same ids on both sides, are made before the
+ *           sides' servers start, by a server of each checkout on its store with the rate limit
+ *           off (RATE_LIMIT_PER_MINUTE=0; setup only, it is stopped before the measured server
+ *           starts), over HTTP, 64 requests at a time. Their size: a 2 s delete run on each such
+ *           server (after a 1 s one) over a range of its own gives the rate, and every range holds
+ *           DELETE_MARGIN x the faster side's rate x --seconds / 2 ids. A thread that walks past
+ *           its range's end deletes ids never made, whose 404s the table flags. The ranges stay in
+ *           the stores through the other scenarios (so with delete chosen every scenario runs on a
+ *           store that much larger, on both sides alike). A delete run is not repeated (below):
+ *           its plants are gone.
  *
  * The rate limit: the default is a budget per token (6000 a minute at 3996a32, with bursts of a
  * minute's worth), far below what wrk asks; with the bench's two tokens wrk gets 429 for about
@@ -24,7 +43,8 @@
  * over many fresh tokens of its user (bench/lua/many-tokens.lua runs the unchanged scenario
  * scripts with the Authorization header turning over), and every run's share of non-2xx answers
  * is printed. How many tokens: --tokens N per user, else enough for the faster side's warm-up
- * rate (429s included, so rather too many) over the whole load phase, half again. Each CLI call
+ * rate (429s included, so rather too many; for the delete runs, its probe's rate if higher, as
+ * deletes outrun that warm-up) over the whole load phase, half again. Each CLI call
  * is a Bun start-up (0.3 s of CPU on an idle machine, several seconds on a busy one), so they
  * are not made by the hundred when a dozen will do. A run refused over 1 % anyway (the machine
  * got faster than the warm-up) is repeated at once with fresh tokens sized from its own rate, up
@@ -50,12 +70,13 @@ import { join, relative, resolve } from "node:path";
 import { type Cluster, createDatabase, startCluster } from "../scripts/pg-cluster";
 import { runBehaviourChecks } from "./checks";
 import { CONNECTIONS, ENGINE } from "./options";
-import { SCENARIOS, type Scenario, SEED_PER_USER } from "./rounds";
+import { type LoadScenario, type LoadTokens, SCENARIOS, SEED_PER_USER, spreadLoad } from "./rounds";
 import { cpuSeconds, fail, fmt, median, memoryKiB, onFail, seedOverHttp } from "./targets";
-import { type WrkResult, wrk } from "./wrk";
+import { currentETags } from "./update";
+import type { WrkResult } from "./wrk";
 
 const USAGE =
-  "usage: bun bench/compare.ts <dirA> <dirB> [--engine sqlite|postgres] [--rounds N] [--seconds S] [--tokens N] [--launches N] [--rate-limit N]";
+  "usage: bun bench/compare.ts <dirA> <dirB> [--engine sqlite|postgres] [--rounds N] [--seconds S] [--tokens N] [--launches N] [--rate-limit N] [--scenarios read,write,mix,update,delete]";
 
 /** Past this share of non-2xx answers in any run, the table is flagged: the load was not what it claims. */
 const NON_2XX_WARN = 0.01;
@@ -66,6 +87,19 @@ const MAX_REPEATS = 2;
 /** CLI processes at once while making tokens (each is a Bun start-up and a commit). */
 const CLI_CONCURRENCY = 4;
 
+/** What --scenarios may name; the first three are bench/rounds.ts's, and the default. */
+const ALL_SCENARIOS = [...SCENARIOS, "update", "delete"] as const satisfies readonly LoadScenario[];
+type CompareScenario = (typeof ALL_SCENARIOS)[number];
+/** Ids of the delete scenario's ranges: round r's start at DELETE_BASE + r * 10^9 (round 0: the probe's warm-up and the probe). */
+const DELETE_BASE = 10_000_000_000_000;
+/** A delete range holds this many times the ids the faster side's probe rate would delete in a run. */
+const DELETE_MARGIN = 1.6;
+/** Seconds of the probe run that sizes the delete ranges (after a 1 s delete warm-up), and each one's range per wrk thread. */
+const DELETE_PROBE_SECONDS = 2;
+const DELETE_PROBE_IDS = 30_000;
+/** Creates in flight while making the delete ranges. */
+const SEED_CONCURRENCY = 64;
+
 interface Options {
   dirs: [string, string];
   rounds: number;
@@ -75,6 +109,8 @@ interface Options {
   launches: number;
   /** RATE_LIMIT_PER_MINUTE for both sides, or undefined for each side's default. */
   rateLimit: number | undefined;
+  /** What runs in every round, in this order. */
+  scenarios: CompareScenario[];
 }
 
 function usage(message: string): never {
@@ -87,6 +123,7 @@ function parseOptions(argv: string[]): Options {
   const numbers: Record<string, number> = { rounds: 3, seconds: 8, launches: 5 };
   let rateLimit: number | undefined;
   let tokens: number | undefined;
+  let scenarios: CompareScenario[] = [...SCENARIOS];
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i] as string;
     if (!word.startsWith("--")) {
@@ -97,6 +134,14 @@ function parseOptions(argv: string[]): Options {
     const value = argv[++i];
     if (value === undefined) usage(`${word} needs a value`);
     if (name === "engine") continue; // bench/options.ts reads it (and rejects an unknown engine)
+    if (name === "scenarios") {
+      const names = value.split(",").map((part) => part.trim());
+      const unknown = names.filter((part) => !(ALL_SCENARIOS as readonly string[]).includes(part));
+      if (unknown.length > 0 || names.length === 0)
+        usage(`--scenarios takes a comma list of ${ALL_SCENARIOS.join(", ")}, not "${value}"`);
+      scenarios = [...new Set(names as CompareScenario[])];
+      continue;
+    }
     const n = Number(value);
     if (!Number.isInteger(n) || n < 1) usage(`${word} must be a positive integer, not "${value}"`);
     if (name === "rate-limit") rateLimit = n;
@@ -120,6 +165,7 @@ function parseOptions(argv: string[]): Options {
     tokens,
     launches: numbers.launches as number,
     rateLimit,
+    scenarios,
   };
 }
 
@@ -160,9 +206,9 @@ interface Side {
   /** The server process's command line (what its start script runs). */
   serverCommand: string;
   checkFailures: string[];
-  results: Record<Scenario, WrkResult[]>;
+  results: Record<CompareScenario, WrkResult[]>;
   /** The server process's CPU time (all its threads) per request answered, in µs, per run. */
-  cpuPerRequest: Record<Scenario, number[]>;
+  cpuPerRequest: Record<CompareScenario, number[]>;
   /** VmHWM in KiB: after seeding and warm-up, then within each round. */
   rssSetup: number;
   rssRounds: number[];
@@ -235,8 +281,11 @@ async function createLoadTokens(side: Side, count: number): Promise<void> {
 
 let launches = 0;
 
-/** `bun run start` in the side's checkout, in a process group of its own, its output to files. */
-function spawnServer(side: Side): Server {
+/**
+ * `bun run start` in the side's checkout, in a process group of its own, its output to files;
+ * `extraEnv` only for setup (the delete ranges' server).
+ */
+function spawnServer(side: Side, extraEnv: Record<string, string> = {}): Server {
   const port = freePort();
   const n = ++launches;
   const env: Record<string, string> = {
@@ -246,6 +295,7 @@ function spawnServer(side: Side): Server {
     PORT: String(port),
   };
   if (options.rateLimit !== undefined) env.RATE_LIMIT_PER_MINUTE = String(options.rateLimit);
+  Object.assign(env, extraEnv);
   const logPrefix = join(side.logDir, `server-${n}`);
   const spawnedAt = performance.now();
   const server: Server = {
@@ -346,8 +396,8 @@ function commandOf(pid: number): string {
 }
 
 /** Starts the side's server and waits for /healthz to answer 200. */
-async function startServer(side: Side): Promise<Server> {
-  const server = spawnServer(side);
+async function startServer(side: Side, extraEnv: Record<string, string> = {}): Promise<Server> {
+  const server = spawnServer(side, extraEnv);
   await firstOk(side, server, "/healthz");
   server.pid = await serverPid(server.proc.pid);
   side.serverCommand = commandOf(server.pid);
@@ -406,37 +456,140 @@ const share = (result: WrkResult, seconds: number) =>
   result.rps > 0 ? Math.min(1, (result.non2xx + result.errors) / (result.rps * seconds)) : 1;
 const percent = (value: number) => `${fmt(100 * value, 1)} %`;
 
-/** One wrk run of `scenario` on the side's server, each thread turning over its user's tokens in `tokens`. */
-async function load(
-  side: Side,
-  scenario: Scenario,
+/** One wrk run of `scenario` at `url`, each thread turning over its user's tokens in `tokens`; `env` from runEnv. */
+function load(
+  url: string,
+  scenario: CompareScenario,
   seconds: number,
   idBase: number,
-  tokens: { a: string[]; b: string[] } = side.tokens,
+  tokens: LoadTokens,
+  env: Record<string, string> = {},
 ): Promise<WrkResult> {
-  if (side.server === undefined) fail(`${side.label}: no server`);
-  if (tokens.a.length === 0 || tokens.a.length !== tokens.b.length) fail(`${side.label}: no load tokens`);
-  // bench/wrk.ts hands its environment to wrk; many-tokens.lua loads the scenario it names.
-  process.env.BENCH_SCENARIO = scenario;
-  return wrk(
-    side.server.url,
-    "many-tokens",
-    [String(idBase), String(tokens.a.length), ...tokens.a, ...tokens.b],
-    seconds,
-  );
+  if (tokens.a.length === 0 || tokens.a.length !== tokens.b.length) fail(`no load tokens for ${url}`);
+  // many-tokens.lua loads the scenario that BENCH_SCENARIO names (spreadLoad sets it).
+  return spreadLoad(url, scenario, tokens, idBase, { seconds, env });
 }
 
-/** A token per user (the first alone: it may make the schema), the server, the seed, the checks, a 1 s warm-up. */
-async function prepare(side: Side): Promise<void> {
+/** The size of every delete range per wrk thread, and the faster side's probe rate (makeDeleteRanges sets them). */
+let deleteCount = 0;
+let deleteProbeRps = 0;
+const deleteBase = (round: number) => DELETE_BASE + round * 1_000_000_000;
+
+/**
+ * What a run on the side's server needs first, outside its timed part: for update, every seeded
+ * plant's current ETag in a file (bench/update.ts reads them; the side's own, over its load
+ * tokens); for delete, its ranges' size.
+ */
+async function runEnv(side: Side, scenario: CompareScenario): Promise<Record<string, string>> {
+  if (side.server === undefined) fail(`${side.label}: no server`);
+  if (scenario === "update") {
+    const file = join(side.logDir, "etags.txt");
+    writeFileSync(file, await currentETags(side.server.url, side.tokens));
+    return { BENCH_ETAGS: file };
+  }
+  if (scenario === "delete") return { BENCH_DELETE_COUNT: String(deleteCount) };
+  return {};
+}
+
+/** A delete run's ranges on a side: wrk thread t deletes its user's ids base + t * 10^8 + 1 .. + count. */
+const deleteRanges = (side: Side, base: number, count: number) =>
+  [0, 1].map((thread) => ({
+    token: side.setupTokens[thread % 2] as string,
+    first: base + thread * 100_000_000 + 1,
+    count,
+  }));
+
+/** Creates every range's plants (the token's user's) over HTTP, SEED_CONCURRENCY requests at a time. */
+async function createRanges(
+  label: string,
+  url: string,
+  ranges: { token: string; first: number; count: number }[],
+): Promise<number> {
+  let at = 0;
+  let offset = 0;
+  const next = (): { token: string; id: number } | undefined => {
+    while (at < ranges.length && offset >= (ranges[at]?.count ?? 0)) [at, offset] = [at + 1, 0];
+    const range = ranges[at];
+    return range === undefined ? undefined : { token: range.token, id: range.first + offset++ };
+  };
+  let made = 0;
+  const worker = async () => {
+    for (let item = next(); item !== undefined; item = next()) {
+      const answer = await fetch(`${url}/plants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${item.token}`, "content-type": "application/json" },
+        body: `{"id":${item.id},"name":"Delete ${item.id}","tag":"bench"}`,
+      });
+      await answer.arrayBuffer();
+      if (answer.status !== 200)
+        fail(`${label}: creating plant ${item.id} for the delete scenario answered ${answer.status}`);
+      made++;
+    }
+  };
+  await Promise.all(Array.from({ length: SEED_CONCURRENCY }, worker));
+  return made;
+}
+
+/**
+ * The delete scenario's plants, before the measured servers start: on each side a server with
+ * the rate limit off (setup only), a 1 s delete warm-up and a DELETE_PROBE_SECONDS probe run, each
+ * over ranges of its own (the probe's rate), then, sized from the faster side's rate, a range per
+ * round and wrk thread. Answers a line for the table's header.
+ */
+async function makeDeleteRanges(sides: [Side, Side]): Promise<string> {
   const began = performance.now();
+  const servers: Server[] = [];
+  const probes: number[] = [];
+  for (const side of sides) {
+    const server = await startServer(side, { RATE_LIMIT_PER_MINUTE: "0" });
+    servers.push(server);
+    const [warmBase, probeBase] = [deleteBase(0), deleteBase(0) + 500_000_000];
+    for (const base of [warmBase, probeBase]) {
+      await createRanges(side.label, server.url, deleteRanges(side, base, DELETE_PROBE_IDS));
+    }
+    const [a, b] = side.setupTokens;
+    const env = { BENCH_DELETE_COUNT: String(DELETE_PROBE_IDS) };
+    await load(server.url, "delete", 1, warmBase, { a: [a], b: [b] }, env);
+    const probe = await load(server.url, "delete", DELETE_PROBE_SECONDS, probeBase, { a: [a], b: [b] }, env);
+    probes.push(probe.rps);
+    console.log(
+      `${side.label}: delete probe ${fmt(probe.rps)} req/s over ${DELETE_PROBE_SECONDS} s (rate limit off), non-2xx ${probe.non2xx}`,
+    );
+  }
+  const fastest = Math.max(...probes);
+  deleteProbeRps = fastest;
+  deleteCount = Math.ceil((DELETE_MARGIN * fastest * options.seconds) / 2 / 1000) * 1000;
+  const seedBegan = performance.now();
+  let made = 0;
+  for (const [i, side] of sides.entries()) {
+    const server = servers[i] as Server;
+    for (let round = 1; round <= options.rounds; round++) {
+      made += await createRanges(side.label, server.url, deleteRanges(side, deleteBase(round), deleteCount));
+    }
+    await stopServer(server);
+  }
+  const seconds = (performance.now() - seedBegan) / 1000;
+  const note = `delete: each wrk thread walks ${fmt(deleteCount)} plants of its user made for the run (${DELETE_MARGIN} x the faster side's probe, ${fmt(fastest)} req/s, over ${options.seconds} s, halved), ${fmt(made / 2)} per side before the rounds by its checkout's server with RATE_LIMIT_PER_MINUTE=0 (setup only), ${fmt(made / seconds)} creates/s; setup ${fmt((performance.now() - began) / 1000, 0)} s`;
+  console.log(note);
+  return note;
+}
+
+/** A token per user (the first alone: it may make the schema). */
+async function setupTokens(side: Side): Promise<void> {
   const a = await createToken(side, "bench-a");
   const b = await createToken(side, "bench-b");
   side.setupTokens = [a, b];
+}
+
+/** The server, the seed, the checks, a 1 s warm-up. */
+async function prepare(side: Side): Promise<void> {
+  const began = performance.now();
+  const [a, b] = side.setupTokens;
   side.server = await startServer(side);
   await seedOverHttp(side.server.url, a, SEED_PER_USER);
   await seedOverHttp(side.server.url, b, SEED_PER_USER);
   side.checkFailures = await runBehaviourChecks(side.server.url, a, b);
-  const warm = await load(side, "read", 1, 500_000_000, { a: [a], b: [b] });
+  const warm = await load(side.server.url, "read", 1, 500_000_000, { a: [a], b: [b] });
   side.warmRps = warm.rps;
   console.log(
     `${side.label}: ready in ${fmt((performance.now() - began) / 1000, 1)} s; server pid ${side.server.pid} (${side.serverCommand}); ${2 * SEED_PER_USER} plants seeded; behaviour checks ${side.checkFailures.length === 0 ? "pass" : `FAIL (${side.checkFailures.length})`}; warm-up ${fmt(warm.rps)} req/s, non-2xx ${percent(share(warm, 1))}`,
@@ -485,6 +638,8 @@ function report(
   timing: { total: number; setup: number; load: number; repeats: number; cold: number },
   loadAtStart: string,
   tokenNotes: string[],
+  deleteNote: string | undefined,
+  mostWalked: number,
 ) {
   const [A, B] = sides;
   const rateLimit =
@@ -492,7 +647,7 @@ function report(
       ? `each side's default (RATE_LIMIT_PER_MINUTE unset; its sources say A ${A.defaultRateLimit ?? "?"}, B ${B.defaultRateLimit ?? "?"} a minute per token)`
       : `RATE_LIMIT_PER_MINUTE=${options.rateLimit} on both sides (set by --rate-limit, NOT the default)`;
   const rows: string[][] = [];
-  for (const scenario of SCENARIOS) {
+  for (const scenario of options.scenarios) {
     const [ra, rb] = [A.results[scenario], B.results[scenario]];
     rows.push([
       `${scenario} req/s`,
@@ -546,7 +701,7 @@ function report(
   rows.push(["cold start ms", range(A.coldMs, 1), range(B.coldMs, 1), ratios(B.coldMs, A.coldMs)]);
 
   const worstShare = Math.max(
-    ...sides.flatMap((side) => SCENARIOS.flatMap((s) => side.results[s].map((r) => share(r, options.seconds)))),
+    ...sides.flatMap((side) => options.scenarios.flatMap((s) => side.results[s].map((r) => share(r, options.seconds)))),
   );
   const lines = [
     `$ ${commandLine}`,
@@ -557,7 +712,13 @@ function report(
     `Each side: \`bun run start\` in its checkout with only DATABASE_URL, HOST=127.0.0.1 and PORT set: default durability, default logging (LOG_LEVEL unset, the access log on, to a file)`,
     `Rate limit: ${rateLimit}; ${tokenNotes[0]}; a run refused over ${percent(NON_2XX_WARN)} is repeated at once with fresh tokens (up to ${MAX_REPEATS} times), the repeat's figures kept${tokenNotes.length > 1 ? ":" : " (none was)"}`,
     ...tokenNotes.slice(1).map((note) => `  - ${note}`),
-    `${options.rounds} alternating rounds (A first in odd rounds), ${options.seconds} s per run, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; cold start: ${options.launches} launches per side, alternating, spawn of bun run start to the first 200 to GET /plants?limit=1`,
+    `${options.rounds} alternating rounds (A first in odd rounds) of ${options.scenarios.join(", ")}, ${options.seconds} s per run, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; cold start: ${options.launches} launches per side, alternating, spawn of bun run start to the first 200 to GET /plants?limit=1`,
+    ...(options.scenarios.includes("update")
+      ? [
+          `update: PATCH /plants/{id} with If-Match over the ${2 * SEED_PER_USER} seeded plants in turn (bench/lua/update.lua); each side's ETags read from its own server before every update run, outside the timed part`,
+        ]
+      : []),
+    ...(deleteNote === undefined ? [] : [`${deleteNote}; the busiest thread walked ${fmt(mostWalked)} at most`]),
     `Machine load average (1 min): ${loadAtStart} at the start, ${loadNote()} at the end (over the core count, other work skews the figures)`,
     "Cells: median (min–max) over rounds or launches; B/A: median (min–max) of the per-round (per-launch) ratios",
     "",
@@ -579,7 +740,7 @@ function report(
     }
   }
   lines.push(
-    `Wall time ${fmt(timing.total / 1000, 0)} s: setup (tokens, seeding, checks, warm-up) ${fmt(timing.setup / 1000, 0)} s, load ${fmt(timing.load / 1000, 0)} s (repeats and their tokens ${fmt(timing.repeats / 1000, 0)} s), cold starts ${fmt(timing.cold / 1000, 0)} s`,
+    `Wall time ${fmt(timing.total / 1000, 0)} s: setup (tokens, seeding, checks, warm-up${deleteNote === undefined ? "" : ", delete ranges"}) ${fmt(timing.setup / 1000, 0)} s, load ${fmt(timing.load / 1000, 0)} s (repeats and their tokens ${fmt(timing.repeats / 1000, 0)} s), cold starts ${fmt(timing.cold / 1000, 0)} s`,
   );
   console.log(`\n${lines.join("\n")}`);
 }
@@ -627,25 +788,32 @@ async function main() {
         server: undefined,
         serverCommand: "?",
         checkFailures: [],
-        results: { read: [], write: [], mix: [] },
-        cpuPerRequest: { read: [], write: [], mix: [] },
+        results: { read: [], write: [], mix: [], update: [], delete: [] },
+        cpuPerRequest: { read: [], write: [], mix: [], update: [], delete: [] },
         rssSetup: Number.NaN,
         rssRounds: [],
         coldMs: [],
       });
     }
+    for (const side of sides) await setupTokens(side);
+    const deleteNote = options.scenarios.includes("delete") ? await makeDeleteRanges(sides) : undefined;
     for (const side of sides) await prepare(side);
     const limit = perMinuteLimit(sides);
-    const runsPerSide = SCENARIOS.length * options.rounds;
+    const runsPerSide = options.scenarios.length * options.rounds;
+    // Deletes run faster than the read warm-up (mostly 429s) says: their runs count at their
+    // probe's rate, if higher, the others at the warm-up's (sizingRps: the mean over the runs).
     const warmest = Math.max(...sides.map((side) => side.warmRps));
-    const perUser = options.tokens ?? tokensPerUser(warmest, runsPerSide, limit.perMinute);
+    const deleteRps = Math.max(warmest, deleteProbeRps);
+    const sizingRps =
+      options.scenarios.reduce((sum, s) => sum + (s === "delete" ? deleteRps : warmest), 0) / options.scenarios.length;
+    const perUser = options.tokens ?? tokensPerUser(sizingRps, runsPerSide, limit.perMinute);
     const tokensBegan = performance.now();
     await Promise.all(sides.map((side) => createLoadTokens(side, perUser)));
     const tokenNotes = [
       `each wrk thread turns over ${perUser} tokens of its user, ${2 * perUser} per side (${
         options.tokens !== undefined
           ? "--tokens"
-          : `sized for 1.5 x the faster warm-up's ${fmt(warmest)} req/s at ${limit.perMinute}/min per token${limit.known ? "" : " (assumed: a side's default was not found)"}`
+          : `sized for 1.5 x the faster warm-up's ${fmt(warmest)} req/s${deleteRps > warmest ? ` (the delete runs: the faster delete probe's ${fmt(deleteRps)})` : ""} at ${limit.perMinute}/min per token${limit.known ? "" : " (assumed: a side's default was not found)"}`
       }), made in ${fmt((performance.now() - tokensBegan) / 1000, 1)} s; seeding, checks, warm-up and cold starts use one more per user`,
     ];
     console.log(tokenNotes[0]);
@@ -656,6 +824,7 @@ async function main() {
     const pidOf = (side: Side) => (side.server as Server).pid;
     for (const side of sides) side.rssSetup = await memoryKiB(pidOf(side), "VmHWM");
     let idBase = 1_000_000_000;
+    let mostWalked = 0;
     for (let round = 1; round <= options.rounds; round++) {
       const order = round % 2 === 1 ? [A, B] : [B, A];
       for (const side of sides) {
@@ -663,37 +832,52 @@ async function main() {
           console.log(`${side.label}: cannot reset the peak RSS; every round's figure is the peak so far`);
         }
       }
-      for (const [index, scenario] of SCENARIOS.entries()) {
+      for (const [index, scenario] of options.scenarios.entries()) {
         for (const side of order) {
           const line = (result: WrkResult) =>
             console.log(
-              `round ${round} ${scenario.padEnd(5)} ${side.label} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx} (${percent(share(result, options.seconds))})  socket errors ${result.errors}`,
+              `round ${round} ${scenario.padEnd(6)} ${side.label} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx} (${percent(share(result, options.seconds))})  socket errors ${result.errors}${scenario === "delete" ? `  ids walked ${fmt(result.counts.most_walked ?? Number.NaN)} of ${fmt(deleteCount)} (busiest thread)` : ""}`,
             );
-          idBase += 1_000_000_000;
-          let cpuBefore = cpuSecondsOf(pidOf(side));
-          let result = await load(side, scenario, options.seconds, idBase);
-          line(result);
+          // The run's setup (update's ETags) comes before the CPU reading: only the run is counted.
+          const run = async () => {
+            idBase += 1_000_000_000;
+            const env = await runEnv(side, scenario);
+            const cpuBefore = cpuSecondsOf(pidOf(side));
+            const ids = scenario === "delete" ? deleteBase(round) : idBase;
+            const result = await load((side.server as Server).url, scenario, options.seconds, ids, side.tokens, env);
+            line(result);
+            return { result, cpu: cpuSecondsOf(pidOf(side)) - cpuBefore };
+          };
+          let { result, cpu } = await run();
           // Refused over NON_2XX_WARN (the machine got faster than the tokens were sized for):
           // fresh tokens for the runs left at this run's rate (429s included: too many rather
-          // than too few), and the run again, straight away, so it still pairs with the other side's.
-          for (let repeat = 1; repeat <= MAX_REPEATS && share(result, options.seconds) > NON_2XX_WARN; repeat++) {
+          // than too few), and the run again, straight away, so it still pairs with the other
+          // side's. Not a delete run: its plants are gone.
+          if (scenario === "delete" && share(result, options.seconds) > NON_2XX_WARN) {
+            const note = `${side.label}, round ${round} delete: ${percent(share(result, options.seconds))} non-2xx, not repeated (its plants are gone)${(result.counts.exhausted ?? 0) > 0 ? `; ${fmt(result.counts.exhausted ?? 0)} requests past the end of the ranges` : ""}`;
+            console.log(note);
+            tokenNotes.push(note);
+          }
+          for (
+            let repeat = 1;
+            repeat <= MAX_REPEATS && scenario !== "delete" && share(result, options.seconds) > NON_2XX_WARN;
+            repeat++
+          ) {
             const began = performance.now();
-            const runsLeft = (options.rounds - round) * SCENARIOS.length + SCENARIOS.length - index;
+            const runsLeft = (options.rounds - round) * options.scenarios.length + options.scenarios.length - index;
             const fresh = tokensPerUser(result.rps, runsLeft, limit.perMinute);
             side.tokens = { a: [], b: [] };
             await createLoadTokens(side, fresh);
             const note = `${side.label}, round ${round} ${scenario}: ${percent(share(result, options.seconds))} non-2xx, so ${fresh} fresh tokens per user (made in ${fmt((performance.now() - began) / 1000, 1)} s) and the run repeated`;
             console.log(note);
             tokenNotes.push(note);
-            idBase += 1_000_000_000;
-            cpuBefore = cpuSecondsOf(pidOf(side));
-            result = await load(side, scenario, options.seconds, idBase);
-            line(result);
+            ({ result, cpu } = await run());
             repeatMs += performance.now() - began;
           }
+          if (scenario === "delete") mostWalked = Math.max(mostWalked, result.counts.most_walked ?? 0);
           side.results[scenario].push(result);
           const answered = result.rps * options.seconds;
-          side.cpuPerRequest[scenario].push((1e6 * (cpuSecondsOf(pidOf(side)) - cpuBefore)) / answered);
+          side.cpuPerRequest[scenario].push((1e6 * cpu) / answered);
         }
       }
       for (const side of sides) side.rssRounds.push(await memoryKiB(pidOf(side), "VmHWM"));
@@ -726,6 +910,8 @@ async function main() {
       },
       loadAtStart,
       tokenNotes,
+      deleteNote,
+      mostWalked,
     );
   } finally {
     for (const pgid of liveGroups) signalGroup(pgid, "SIGKILL");

@@ -13,8 +13,11 @@ import { type WrkResult, wrk } from "./wrk";
 export const SEED_PER_USER = 1000;
 export const SCENARIOS = ["read", "write", "mix"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
-/** What spreadLoad runs: a round scenario, or update (bench/update.ts, the service sides only). */
-export type LoadScenario = Scenario | "update";
+/**
+ * What spreadLoad runs: a round scenario, or update (bench/update.ts, the service sides only;
+ * also bench/compare.ts) or delete (bench/compare.ts, over plants it seeds first).
+ */
+export type LoadScenario = Scenario | "update" | "delete";
 export type Figure = "rps" | "p50" | "p99";
 
 /** Two users' tokens: wrk's threads alternate between them. */

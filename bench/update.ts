@@ -24,17 +24,26 @@ export interface UpdateSide {
 }
 export type UpdateResults = Record<string, { create: WrkResult[]; update: WrkResult[] }>;
 
-/** Every seeded plant's current ETag, as "<user 0|1> <id> <etag>" lines, read over the load's tokens in turn. */
-async function currentETags(url: string, load: LoadTokens): Promise<string> {
+/**
+ * Every seeded plant's current ETag, as "<user 0|1> <id> <etag>" lines (what update.lua reads
+ * from BENCH_ETAGS), read over the load's tokens in turn; also bench/compare.ts's update scenario.
+ */
+export async function currentETags(url: string, load: LoadTokens): Promise<string> {
   const lines: string[] = [];
   for (const [user, tokens] of [load.a, load.b].entries()) {
     for (let start = 1; start <= SEED_PER_USER; start += 100) {
       const ids = Array.from({ length: Math.min(100, SEED_PER_USER - start + 1) }, (_, i) => start + i);
       const tags = await Promise.all(
         ids.map(async (id) => {
-          const answer = await fetch(`${url}/plants/${id}`, {
-            headers: { authorization: `Bearer ${tokens[id % tokens.length]}` },
-          });
+          // A token the load has spent (429) hands over to the next one.
+          let answer: Response;
+          for (let turn = 0; ; turn++) {
+            answer = await fetch(`${url}/plants/${id}`, {
+              headers: { authorization: `Bearer ${tokens[(id + turn) % tokens.length]}` },
+            });
+            if (answer.status !== 429 || turn + 1 >= tokens.length) break;
+            await answer.arrayBuffer();
+          }
           const etag = answer.headers.get("etag");
           if (answer.status !== 200 || etag === null) fail(`update: GET /plants/${id} answered ${answer.status}`);
           return `${user} ${id} ${etag}`;
