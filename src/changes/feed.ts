@@ -1,4 +1,4 @@
-import type { Change, ChangeStore } from "../core/changes";
+import type { ChangeStore } from "../core/changes";
 import { type FaultLog, faultDetail } from "../core/fault";
 import type { TokenStore } from "../core/stores";
 import { systemTimers, type Timers } from "../core/timers";
@@ -142,30 +142,10 @@ export function createChangeFeed({
     return started;
   }
 
-  /** The stream's backlog after its cursor, a page at a time as its reader takes them; then it is live. */
-  async function catchUp(stream: ChangeStream, first: Change[], more: boolean) {
-    try {
-      let page = first;
-      let left = more;
-      for (;;) {
-        for (const change of page) stream.send(eventBytes(change)(), change.seq);
-        if (!left) break;
-        for (let wait = stream.roomForMore(); wait; wait = stream.roomForMore()) await wait;
-        if (!stream.open) return;
-        const next = await store.read(stream.ownerId, BigInt(stream.cursor), CATCH_UP_PAGE);
-        // Pruned past its cursor while it read: it ends, and its client's reconnection gets the 410.
-        if (next.prunedThrough > stream.cursor) return stream.end();
-        ({ changes: page, more: left } = next);
-      }
-      stream.goLive();
-    } catch (error) {
-      log(
-        "a change stream could not read its backlog; it was closed and resumes with Last-Event-ID",
-        faultDetail(error),
-      );
-      stream.end();
-    }
-  }
+  const failed = (stream: ChangeStream) => (error: unknown) => {
+    log("a change stream could not read its backlog; it was closed and resumes with Last-Event-ID", faultDetail(error));
+    stream.end();
+  };
 
   return {
     /**
@@ -189,7 +169,8 @@ export function createChangeFeed({
         if (after !== undefined && after < BigInt(first.prunedThrough)) throw gone(first.newest);
         stream.cursor = after === undefined ? first.newest : Number(after);
         stream.send(OPENED);
-        void catchUp(stream, first.changes, first.more);
+        const page = (after: number) => store.read(ownerId, BigInt(after), CATCH_UP_PAGE);
+        stream.catchUp(first.changes, first.more, page).catch(failed(stream));
         return stream.body;
       } catch (error) {
         stream.end();

@@ -1,4 +1,4 @@
-import type { Change } from "../core/changes";
+import type { Change, ChangePage } from "../core/changes";
 import { changeEvent } from "./model";
 
 const encoder = new TextEncoder();
@@ -83,8 +83,28 @@ export class ChangeStream {
     this.pending.push(change);
   }
 
+  /**
+   * Its backlog after its cursor, a page at a time as its reader takes them, then what waited
+   * meanwhile; from then on each change as it comes. Pruned past its cursor while it read, it
+   * ends: its client's reconnection gets the 410.
+   */
+  async catchUp(first: Change[], more: boolean, page: (after: number) => Promise<ChangePage>) {
+    let changes = first;
+    let left = more;
+    for (;;) {
+      for (const change of changes) this.send(eventBytes(change)(), change.seq);
+      if (!left) break;
+      for (let wait = this.roomForMore(); wait; wait = this.roomForMore()) await wait;
+      if (!this.open) return;
+      const next = await page(this.cursor);
+      if (next.prunedThrough > this.cursor) return this.end();
+      ({ changes, more: left } = next);
+    }
+    this.goLive();
+  }
+
   /** The backlog is read: what waited goes out, and from now on each change as it comes. */
-  goLive() {
+  private goLive() {
     const waiting = this.pending ?? [];
     this.pending = undefined;
     for (const change of waiting) this.deliver(change, eventBytes(change));

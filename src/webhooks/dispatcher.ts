@@ -3,12 +3,11 @@ import type { ClaimedDelivery, WebhookStore } from "../core/stores";
 import { type AttemptMetrics, attemptDelivery } from "./attempt";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
 import type { FanOut } from "./fan-out";
-import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, LEASE_MS, POLL_MS, WAKE_SPACING_MS } from "./rules";
+import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, POLL_MS, WAKE_SPACING_MS } from "./rules";
 import type { Resolver } from "./send";
+import { waitingDeliveries } from "./waiting";
 
-export interface DispatcherMetrics extends AttemptMetrics {
-  setWebhooksPending(value: number): void;
-}
+export type DispatcherMetrics = AttemptMetrics & { setWebhooksPending(value: number): void };
 
 export interface DispatcherOptions {
   store: WebhookStore;
@@ -51,11 +50,8 @@ export function createDispatcher({
   pendingEveryMs = 5_000,
 }: DispatcherOptions) {
   let inFlight = 0;
-  /** Claimed for an endpoint whose slots are taken, oldest first, started as they free up (no claim between). */
-  const waiting = new Map<number, Array<{ delivery: ClaimedDelivery; claimedAt: number }>>();
-  const runningBy = new Map<number, number>();
-  let waitingCount = 0;
   const rules = { ...FAIRNESS, ...fairness };
+  const waiting = waitingDeliveries(rules.perEndpoint);
   const claims = claimPlanner(rules, clock);
   let running = false;
   let again = false;
@@ -81,10 +77,7 @@ export function createDispatcher({
 
   const attemptOptions = { store, retryDelaysMs, allowPrivate, metrics, timeoutMs, resolve, clock, random };
   const attempt = (delivery: ClaimedDelivery) =>
-    attemptDelivery(delivery, attemptOptions).catch((error) => {
-      noteFailure("recording an attempt", error);
-      return false;
-    });
+    attemptDelivery(delivery, attemptOptions).catch((error) => noteFailure("recording an attempt", error) ?? false);
 
   async function refreshPending() {
     if (clock() - pendingReadAt < pendingEveryMs) return;
@@ -107,8 +100,8 @@ export function createDispatcher({
     try {
       await fanOut.due(rules.circuit.failures);
       const most = concurrency * CLAIMED_AHEAD;
-      while (!stopped && inFlight < concurrency && inFlight + waitingCount < most) {
-        const request = claims.next(most - inFlight - waitingCount);
+      while (!stopped && inFlight < concurrency && inFlight + waiting.count() < most) {
+        const request = claims.next(most - inFlight - waiting.count());
         if ("waitMs" in request) {
           nextMs = Math.min(pollMs, request.waitMs);
           break;
@@ -136,54 +129,34 @@ export function createDispatcher({
 
   function queue(delivery: ClaimedDelivery) {
     claims.claimed(delivery);
-    const list = waiting.get(delivery.webhookId) ?? [];
-    list.push({ delivery, claimedAt: performance.now() });
-    waiting.set(delivery.webhookId, list);
-    waitingCount++;
+    waiting.add(delivery);
     startWaiting();
   }
 
   /** Lets go of an endpoint's claimed deliveries, due again at once: its circuit decides when they are tried. */
   function letGo(endpoint: number) {
-    const list = waiting.get(endpoint) ?? [];
-    waiting.delete(endpoint);
-    if (list.length === 0) return;
-    for (const { delivery } of list) claims.settled(delivery);
-    waitingCount -= list.length;
+    const released = waiting.takeAll(endpoint);
+    if (released.length === 0) return;
+    for (const delivery of released) claims.settled(delivery);
     // A release that fails leaves them to their lease, which ends within LEASE_MS.
-    store.release(list.map(({ delivery }) => delivery.seq)).catch((error) => noteFailure("releasing claims", error));
+    store.release(released.map((delivery) => delivery.seq)).catch((error) => noteFailure("releasing claims", error));
   }
 
-  /** Starts waiting deliveries, endpoints in turn, while slots are free; one held past half its lease is let go. */
-  function startWaiting() {
-    for (const [endpoint, list] of waiting) {
-      while (list.length > 0 && inFlight < concurrency && (runningBy.get(endpoint) ?? 0) < rules.perEndpoint) {
-        const { delivery, claimedAt } = list.shift() as { delivery: ClaimedDelivery; claimedAt: number };
-        waitingCount--;
-        // Held past half its lease: let go, to be claimed again once its lease ends.
-        if (performance.now() - claimedAt > LEASE_MS / 2) claims.settled(delivery);
-        else launch(delivery);
-      }
-      if (list.length === 0) waiting.delete(endpoint);
-    }
-  }
+  const startWaiting = () => waiting.start(() => inFlight < concurrency, launch, claims.settled);
 
   function launch(delivery: ClaimedDelivery) {
     inFlight++;
-    runningBy.set(delivery.webhookId, (runningBy.get(delivery.webhookId) ?? 0) + 1);
     void attempt(delivery).then((delivered) => settled(delivery, delivered));
   }
 
   /** An attempt that failed lets go of its endpoint's other claims: its circuit decides when it is tried again. */
   function settled(delivery: ClaimedDelivery, delivered: boolean) {
     inFlight--;
-    const left = (runningBy.get(delivery.webhookId) ?? 1) - 1;
-    if (left > 0) runningBy.set(delivery.webhookId, left);
-    else runningBy.delete(delivery.webhookId);
+    waiting.ended(delivery);
     claims.settled(delivery);
     if (!delivered) letGo(delivery.webhookId);
     startWaiting();
-    if (inFlight === 0 && waitingCount === 0) for (const done of idle.splice(0)) done();
+    if (inFlight === 0 && waiting.count() === 0) for (const done of idle.splice(0)) done();
     // A slot came free, the dispatcher's or the endpoint's: due deliveries may be waiting for it.
     wake();
   }
@@ -214,7 +187,7 @@ export function createDispatcher({
         expire = setTimeout(done, graceMs);
       });
       if (ticking) await Promise.race([ticking, over]);
-      if (inFlight + waitingCount > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
+      if (inFlight + waiting.count() > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
       clearTimeout(expire);
     },
     inFlight: () => inFlight,

@@ -1,0 +1,56 @@
+import type { ClaimedDelivery } from "../core/stores";
+import { LEASE_MS } from "./rules";
+
+/**
+ * Deliveries claimed for endpoints whose slots are taken, oldest first by endpoint, and the
+ * attempts in flight by endpoint: the dispatcher starts the next one as a slot frees, without a
+ * claim between (docs/decisions/0012-webhook-throughput.md).
+ */
+export function waitingDeliveries(perEndpoint: number, now: () => number = () => performance.now()) {
+  const waiting = new Map<number, Array<{ delivery: ClaimedDelivery; claimedAt: number }>>();
+  const running = new Map<number, number>();
+  let count = 0;
+  return {
+    count: () => count,
+    add(delivery: ClaimedDelivery) {
+      const list = waiting.get(delivery.webhookId) ?? [];
+      list.push({ delivery, claimedAt: now() });
+      waiting.set(delivery.webhookId, list);
+      count++;
+    },
+    /** The endpoint's waiting deliveries, taken out. */
+    takeAll(endpoint: number): ClaimedDelivery[] {
+      const list = waiting.get(endpoint) ?? [];
+      waiting.delete(endpoint);
+      count -= list.length;
+      return list.map(({ delivery }) => delivery);
+    },
+    /**
+     * Those to start now, endpoints in turn, while `room()` and the endpoint's slots allow; one held
+     * past half its lease is handed to `expired` instead (it is claimed again once its lease ends).
+     */
+    start(
+      room: () => boolean,
+      launch: (delivery: ClaimedDelivery) => void,
+      expired: (delivery: ClaimedDelivery) => void,
+    ) {
+      for (const [endpoint, list] of waiting) {
+        while (list.length > 0 && room() && (running.get(endpoint) ?? 0) < perEndpoint) {
+          const { delivery, claimedAt } = list.shift() as { delivery: ClaimedDelivery; claimedAt: number };
+          count--;
+          if (now() - claimedAt > LEASE_MS / 2) expired(delivery);
+          else {
+            running.set(endpoint, (running.get(endpoint) ?? 0) + 1);
+            launch(delivery);
+          }
+        }
+        if (list.length === 0) waiting.delete(endpoint);
+      }
+    },
+    ended(delivery: ClaimedDelivery) {
+      const left = (running.get(delivery.webhookId) ?? 1) - 1;
+      if (left > 0) running.set(delivery.webhookId, left);
+      else running.delete(delivery.webhookId);
+    },
+  };
+}
