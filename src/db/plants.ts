@@ -1,4 +1,5 @@
-// What both engines' plant stores share.
+// What both engines' plant and change stores share.
+import type { Change, ChangePage } from "../core/changes";
 import type { Plant } from "../core/plant";
 import { type PlantChange, type PlantFilter, type PlantPage, trimToPage } from "../core/stores";
 
@@ -71,3 +72,35 @@ export async function nthId(
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
+
+type ChangeRow = Record<string, unknown> & { type: Change["type"] };
+
+/** A log row as the feed shows it, whichever driver read it: its plant's fields, none null. */
+function toChange(row: ChangeRow, fields: Fields): Change {
+  const plant: Record<string, unknown> = {};
+  for (const { field } of fields) if (row[field] !== null) plant[field] = row[field];
+  const number = (value: unknown) => Number(value as number | bigint);
+  return {
+    seq: number(row.seq),
+    ownerId: number(row.ownerId),
+    type: row.type,
+    at: number(row.at),
+    id: BigInt(row.id as bigint | string),
+    plant: plant as unknown as Plant,
+  };
+}
+
+/** A page of the log from `count + 1` rows (the extra one tells `more`) and the owner's marks. */
+export function changePage(
+  rows: ChangeRow[],
+  count: number,
+  mark: { newest: number; prunedThrough: number },
+  fields: Fields,
+): ChangePage {
+  const more = rows.length > count;
+  if (more) rows.pop();
+  const changes = rows.map((row) => toChange(row, fields));
+  return { changes, more, newest: Math.max(mark.newest, changes.at(-1)?.seq ?? 0), prunedThrough: mark.prunedThrough };
+}
+
+export const changesOf = (rows: ChangeRow[], fields: Fields) => rows.map((row) => toChange(row, fields));

@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 import type { Change, ChangeStore } from "../../core/changes";
 import type { FaultLog } from "../../core/fault";
 import { faultDetail } from "../../core/fault";
-import type { Plant } from "../../core/plant";
+import { changePage, changesOf } from "../plants";
 import { CHANGE_SQL } from "./change-queries";
 import { countOf } from "./client";
 import { VALUE_FIELDS } from "./queries";
@@ -15,14 +15,7 @@ const STAMP_SPACING_MS = 100;
 /** Stamps are announced on it; a wake-up only, never the data: a listener that was away gets nothing. */
 export const CHANGES_CHANNEL = "plant_changes";
 
-type Row = Record<string, unknown> & { seq: number; ownerId: number; type: Change["type"]; at: number; id: string };
-
-function toChange(row: Row): Change {
-  const plant: Record<string, unknown> = {};
-  for (const { field } of VALUE_FIELDS) if (row[field] !== null) plant[field] = row[field];
-  const { seq, ownerId, type, at, id } = row;
-  return { seq, ownerId, type, at, id: BigInt(id), plant: plant as unknown as Plant };
-}
+type Row = Record<string, unknown> & { type: Change["type"] };
 
 /**
  * A change is written without its seq, in its plant's transaction; once committed, a stamp gives
@@ -81,20 +74,16 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
         Row & { newest: number; prunedThrough: number }
       >;
       const mark = found[0] ?? { newest: 0, prunedThrough: 0 };
-      const rows = found.filter((row) => row.seq !== null);
-      const more = rows.length > count;
-      if (more) rows.pop();
-      const changes = rows.map(toChange);
-      return {
-        changes,
-        more,
-        newest: Math.max(mark.newest, changes.at(-1)?.seq ?? 0),
-        prunedThrough: mark.prunedThrough,
-      };
+      return changePage(
+        found.filter((row) => row.seq !== null),
+        count,
+        mark,
+        VALUE_FIELDS,
+      );
     },
     async readAll(after, count) {
       await stampWaiting();
-      return ((await client.unsafe(CHANGE_SQL.all, [after, count])) as Row[]).map(toChange);
+      return changesOf((await client.unsafe(CHANGE_SQL.all, [after, count])) as Row[], VALUE_FIELDS);
     },
     newest: async () => ((await client.unsafe(CHANGE_SQL.newest)) as [{ newest: number }])[0].newest,
     prune: (before, count) => countOf(client, CHANGE_SQL.prune, [new Date(before), count]),

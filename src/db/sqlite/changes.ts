@@ -1,24 +1,10 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import type { Change, ChangeStore } from "../../core/changes";
-import type { Plant } from "../../core/plant";
+import { changePage, changesOf } from "../plants";
 import { CHANGE_SQL, VALUE_FIELDS } from "./queries";
 import type { Writer } from "./writer";
 
-type Row = Record<string, unknown> & { seq: bigint; ownerId: bigint; type: Change["type"]; at: bigint; id: bigint };
-
-/** A row as the log shows it; the plant's fields as the schema declares them, none null. */
-export function toChange(row: Row): Change {
-  const plant: Record<string, unknown> = {};
-  for (const { field } of VALUE_FIELDS) if (row[field] !== null) plant[field] = row[field];
-  return {
-    seq: Number(row.seq),
-    ownerId: Number(row.ownerId),
-    type: row.type,
-    at: Number(row.at),
-    id: row.id,
-    plant: plant as unknown as Plant,
-  };
-}
+type Row = Record<string, unknown> & { type: Change["type"] };
 
 /**
  * One writer commits in seq order, so a reader never meets a smaller seq after a larger one. Its own
@@ -39,17 +25,9 @@ export function createSqliteChangeStore(sqlite: Database, writes: Writer): Chang
     async read(ownerId, after, count) {
       // One snapshot: the writer thread's prune or write cannot fall between the page and its marks.
       const [rows, mark] = snapshot(ownerId, after, count);
-      const more = rows.length > count;
-      if (more) rows.pop();
-      const changes = rows.map(toChange);
-      return {
-        changes,
-        more,
-        newest: Math.max(mark.newest, changes.at(-1)?.seq ?? 0),
-        prunedThrough: mark.prunedThrough,
-      };
+      return changePage(rows, count, mark, VALUE_FIELDS);
     },
-    readAll: async (after, count) => all.all(after, count).map(toChange),
+    readAll: async (after, count) => changesOf(all.all(after, count), VALUE_FIELDS),
     newest: async () => newest.get()?.newest ?? 0,
     // One writer, which commits in seq order: what committed is readable.
     settle: async () => {},
