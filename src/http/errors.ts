@@ -118,6 +118,9 @@ export function faultResponder({ log, health }: FaultResponderOptions) {
 
 export type FaultResponder = ReturnType<typeof faultResponder>;
 
+const notAllowed = (allow: string[]) =>
+  errorResponse(405, `This path accepts only ${allow.join(", ")}.`, { allow: allow.join(", ") });
+
 export interface ErrorHandlerOptions {
   /** The methods routed for a path, so a wrong method gets 405 rather than 404. */
   allowedMethods(path: string): string[];
@@ -131,15 +134,18 @@ export function errorHandler({ allowedMethods, answerFault }: ErrorHandlerOption
     const cause = code === "PARSE" ? (error as Error).cause : error;
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     switch (code) {
-      case "VALIDATION":
+      case "VALIDATION": {
+        // A method the path does not take that the router sent to a pattern (PUT /plants/changes to /plants/:id).
+        const allow = allowedMethods(new URL(request.url).pathname);
+        const method = request.method === "HEAD" ? "GET" : request.method;
+        if (allow.length > 0 && !allow.includes(method)) return notAllowed(allow);
         return errorResponse(400, validationMessage(error));
+      }
       case "PARSE":
         return errorResponse(400, "body: must be a valid JSON document");
       case "NOT_FOUND": {
         const allow = allowedMethods(new URL(request.url).pathname);
-        if (allow.length > 0) {
-          return errorResponse(405, `This path accepts only ${allow.join(", ")}.`, { allow: allow.join(", ") });
-        }
+        if (allow.length > 0) return notAllowed(allow);
         return errorResponse(404, "No route matches this path.");
       }
       case "INVALID_COOKIE_SIGNATURE":

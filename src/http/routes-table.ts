@@ -32,15 +32,20 @@ const methodRank = (method: string) => {
   return rank < 0 ? METHOD_ORDER.length : rank;
 };
 
+/** The routes matching `path`; a path of its own (`/plants/changes`) hides the pattern it also fits (`/plants/:id`), as the router does. */
+function matching(routes: readonly RouteLike[], path: string) {
+  const found = compile(routes).filter((route) => route.pattern.test(path));
+  const own = found.filter((route) => !route.path.includes(":"));
+  return own.length > 0 ? own : found;
+}
+
 /** What a 405's Allow header lists. */
 export function allowedMethodsFor(routes: readonly RouteLike[], path: string): string[] {
-  const methods = compile(routes)
-    .filter((route) => route.pattern.test(path))
-    .map((route) => route.method);
+  const methods = matching(routes, path).map((route) => route.method);
   return [...new Set(methods)].sort((a, b) => methodRank(a) - methodRank(b));
 }
 
 /** The route pattern of a path ("/plants/:id"), for logs and metrics. */
 export function routePatternFor(routes: readonly RouteLike[], path: string): string | undefined {
-  return compile(routes).find((route) => route.pattern.test(path))?.path;
+  return matching(routes, path)[0]?.path;
 }

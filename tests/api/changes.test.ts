@@ -902,3 +902,14 @@ describe("limit=0", () => {
     expect((await changes("?after=0&limit=0")).link).toBeNull();
   });
 });
+
+describe("other methods on /plants/changes", () => {
+  test.each(["POST", "PUT", "PATCH", "DELETE"])(
+    "%s is 405 with Allow: GET, not taken for a plant id",
+    async (method) => {
+      const response = await t.call(method, "/plants/changes", { token, json: { name: "x" } });
+      expect(response.headers.get("allow")).toBe("GET");
+      expect(await expectError(response, 405)).toContain("GET");
+    },
+  );
+});
