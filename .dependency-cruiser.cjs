@@ -5,11 +5,11 @@
  *   db/        the engines (sqlite/, postgres/) and open.ts, the one factory that picks one
  *   http/      the framework's edge: body reader, error mapping, wire defaults, request types
  *   config.ts  the environment, parsed once
- *   auth/ plants/ changes/ webhooks/ ops/ docs/   features: plugin + model + service
+ *   auth/ plants/ changes/ webhooks/ tokens/ ops/ docs/   features: plugin + model + service
  *   app.ts     composes the features        server.ts  serves the app
  *   index.ts   listens        cli/, cli.ts  commands        main.ts  the binary's entry
  */
-const FEATURES = "^src/(auth|plants|changes|webhooks|ops|docs)/";
+const FEATURES = "^src/(auth|plants|changes|webhooks|tokens|ops|docs)/";
 const TOP = "^src/(app|server|index|main|cli)(\\.ts$|/)";
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -10,12 +10,13 @@ import type { Stores } from "./core/stores";
 import type { Clock } from "./core/tokens";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse, faultResponder } from "./http/errors";
-import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
+import { allowedMethodsFor, type ScopedRoute } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
 import { createMetrics, type Metrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
 import { plantRoutes } from "./plants/routes";
+import { tokenRoutes } from "./tokens/routes";
 import { createFanOut, type FanOut } from "./webhooks/fan-out";
 import { webhookRoutes } from "./webhooks/routes";
 import type { Resolver } from "./webhooks/send";
@@ -92,7 +93,10 @@ export function createApp({
   fanOut = createFanOut(stores.webhooks, stores.changes),
 }: AppDeps) {
   const { plants, tokens, status } = stores;
+  // Filled in once the routes exist: a 405 lists the methods routed for the path, the bearer check reads each route's scope.
+  const routeTable: { routes: readonly ScopedRoute[] } = { routes: [] };
   const limits = {
+    routeTable,
     perToken: stores.requestLimiter(config.rateLimitPerMinute, clock),
     failuresPerClient: createRateLimiter(config.authFailuresPerMinute, clock),
     trustedProxies: config.trustProxy,
@@ -106,8 +110,6 @@ export function createApp({
       ? log(DAMAGED_LOG_MESSAGE, faultDetail(detail), request)
       : log(message, faultDetail(detail), request);
   const answerFault = faultResponder({ log, health });
-  // Filled in once the routes exist: a 405 lists the methods routed for the path.
-  const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
@@ -159,7 +161,8 @@ export function createApp({
         resolve: resolveWebhookHost,
         fanOut,
       }),
-    );
+    )
+    .use(tokenRoutes({ tokens, limits, body, notes: ops.notes, clock }));
   routeTable.routes = app.routes;
   return app;
 }

@@ -2,8 +2,9 @@ import { Elysia } from "elysia";
 import { clientAddress, type TrustedProxies } from "../core/client-address";
 import type { RateAnswer, RateLimiter } from "../core/rate-limit";
 import { andThen, type HotRead, type RequestLimiter, type TokenStore } from "../core/stores";
-import type { AuthenticatedUser } from "../core/tokens";
+import { type AuthenticatedUser, type Scope, scopeBit } from "../core/tokens";
 import { HttpError } from "../http/errors";
+import { type ScopedRoute, scopeOfRoute } from "../http/routes-table";
 import type { RequestNote, RequestNotes } from "../ops/request-id";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
@@ -32,7 +33,20 @@ export interface AuthLimits {
   /** Failed authentications per client address, per instance. */
   failuresPerClient: RateLimiter;
   trustedProxies: TrustedProxies;
+  /** The app's routes, each declaring its scope (the `scope` route option); filled in once they exist. */
+  routeTable: { routes: readonly ScopedRoute[] };
 }
+
+const expired = (expiresAt: number) =>
+  new HttpError(401, `The bearer token expired at ${new Date(expiresAt).toISOString()}; make a new one.`, {
+    "www-authenticate": 'Bearer error="invalid_token"',
+  });
+
+/** RFC 6750 §3.1. */
+const insufficientScope = (scope: Scope) =>
+  new HttpError(403, `This token lacks the scope "${scope}", which this request needs.`, {
+    "www-authenticate": `Bearer error="insufficient_scope", scope="${scope}"`,
+  });
 
 function tooMany(retryAfter: number, message: string): HttpError {
   return new HttpError(429, `${message}; retry in ${retryAfter} s.`, { "retry-after": String(retryAfter) });
@@ -56,21 +70,24 @@ function authenticateRequest(
   request: Request,
   note: RequestNote | undefined,
   headers: Record<string, unknown>,
+  route: string,
 ): HotRead<AuthenticatedUser> {
   const token = bearerToken(request.headers.get("authorization"));
   return andThen(token === undefined ? undefined : tokens.authenticate(token), (user) => {
-    if (!user) {
+    if (!user || user.expired) {
       const client = clientAddress(note?.peer(), request.headers.get("x-forwarded-for"), limits.trustedProxies);
       if (note) note.client = client;
       const failures = limits.failuresPerClient.take(client ?? "unknown");
       if (failures?.refused) throw tooMany(failures.resetSeconds, "Too many failed authentications from your address");
-      throw unauthorized(token !== undefined);
+      throw user ? expired(user.expiresAt as number) : unauthorized(token !== undefined);
     }
     return andThen(limits.perToken.take(user.tokenId), (budget) => {
       // Into the response's own headers, which Elysia puts on error answers too.
       if (budget) Object.assign(headers, rateLimitHeaders(budget));
       if (budget?.refused) throw tooMany(budget.resetSeconds, "Too many requests with this token");
       if (note) note.userId = user.id;
+      const scope = scopeOfRoute(limits.routeTable.routes, request.method, route);
+      if ((user.scopes & scopeBit(scope)) === 0) throw insufficientScope(scope);
       return user;
     });
   });
@@ -83,14 +100,17 @@ function authenticateRequest(
  * reads, so Elysia prepares only those.
  */
 export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
-  const auth = new Elysia();
+  // Each route names its scope with the route: `{ scope: "plants:read" }`, kept in its OpenAPI security.
+  const auth = new Elysia().macro({
+    scope: (scope: Scope) => ({ detail: { security: [{ bearerAuth: [scope] }] } }),
+  });
   if (!limits.atOnce) {
-    return auth.derive({ as: "scoped" }, async ({ request, set }) => ({
-      user: await authenticateRequest(tokens, limits, request, notes.get(request), set.headers),
+    return auth.derive({ as: "scoped" }, async ({ request, set, route }) => ({
+      user: await authenticateRequest(tokens, limits, request, notes.get(request), set.headers, route),
     }));
   }
-  return auth.derive({ as: "scoped" }, ({ request, set }) => {
-    const user = authenticateRequest(tokens, limits, request, notes.get(request), set.headers);
+  return auth.derive({ as: "scoped" }, ({ request, set, route }) => {
+    const user = authenticateRequest(tokens, limits, request, notes.get(request), set.headers, route);
     if (user instanceof Promise) throw new Error("the token store answered with a promise: limits.atOnce is wrong");
     return { user };
   });

@@ -83,6 +83,7 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
         return answer;
       },
       {
+        scope: "plants:read",
         query: changesQuery,
         detail: {
           summary: "Follow changes to your plants",

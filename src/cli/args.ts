@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { type Command, UsageError } from "./command";
+import { type Command, type CommandValues, UsageError } from "./command";
 import { COMMANDS } from "./commands";
 import { PROGRAM } from "./format";
 
@@ -36,7 +36,7 @@ function shown(noun: string, value: string): string {
   return `${noun} of ${value.length} characters (not repeated here: it may be a secret)`;
 }
 
-type Options = Record<string, { type: "string" | "boolean"; short?: string }>;
+type Options = Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean }>;
 
 /** Words the strict parse refused, named from a lenient parse of the same arguments. */
 function whatIsWrong(args: string[], options: Options, command: Command): string {
@@ -72,7 +72,9 @@ function runCommand(name: string, command: Command, args: string[]): number | Pr
   }
   // parseArgs keeps the last of a repeated option; which one the operator meant is unknown.
   const given = tokens.flatMap((token) =>
-    token.kind === "option" && options[token.name]?.type === "string" ? [token.name] : [],
+    token.kind === "option" && options[token.name]?.type === "string" && !options[token.name]?.multiple
+      ? [token.name]
+      : [],
   );
   const repeated = given.find((option, index) => given.indexOf(option) < index);
   if (repeated) throw new UsageError(`--${repeated} was given more than once; give it once`, name);
@@ -85,7 +87,7 @@ function runCommand(name: string, command: Command, args: string[]): number | Pr
     const problem = command.operand.problem?.(operand);
     if (problem) throw new UsageError(problem, name);
   }
-  return command.run(values as { user?: string }, operand ?? "");
+  return command.run(values as CommandValues, operand ?? "");
 }
 
 /** `token` → create, list, revoke. */

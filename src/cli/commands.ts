@@ -1,20 +1,56 @@
 import { loadConfig } from "../config";
 import { faultSummary } from "../core/fault";
-import { isValidUserName, USER_NAME_RULE } from "../core/tokens";
+import type { TokenListing } from "../core/stores";
+import {
+  ALL_SCOPES,
+  CLI_TOKEN,
+  EXPIRES_IN_DAYS_MAX,
+  expiryAfterDays,
+  isScope,
+  isValidUserName,
+  SCOPES,
+  type Scope,
+  scopeBits,
+  scopeNames,
+  type TokenSpec,
+  USER_NAME_RULE,
+} from "../core/tokens";
 import { BackupError, backupDatabase } from "../db/sqlite/backup";
 import { checkDatabase } from "../db/sqlite/check";
 import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
-import { type Command, UsageError } from "./command";
+import { type Command, type CommandValues, UsageError } from "./command";
 import { CommandError, withDatabase, withStores } from "./database";
 import { appliedMigrations, iso, table, verdict } from "./format";
 import { postgresBackup, postgresCheck, postgresMigrate } from "./postgres";
 import { WEBHOOK_COMMANDS } from "./webhooks";
 
-async function createToken(user: string | undefined): Promise<number> {
+const SCOPE_RULE = `--scope must be one of ${SCOPES.join(", ")}`;
+const DAYS_RULE = `--expires-in-days must be an integer from 1 to ${EXPIRES_IN_DAYS_MAX}`;
+
+/** Without --scope, every scope; without --expires-in-days, no expiry. */
+function tokenSpec(scopes: string[] | undefined, days: string | undefined): TokenSpec {
+  const unknown = scopes?.find((scope) => !isScope(scope));
+  if (unknown !== undefined) throw new CommandError(`${SCOPE_RULE}, not ${JSON.stringify(unknown)}`);
+  if (days !== undefined && !(/^[1-9][0-9]{0,3}$/.test(days) && Number(days) <= EXPIRES_IN_DAYS_MAX)) {
+    throw new CommandError(DAYS_RULE);
+  }
+  return {
+    ...CLI_TOKEN,
+    scopes: scopes === undefined ? ALL_SCOPES : scopeBits(scopes as Scope[]),
+    expiresAt: days === undefined ? null : expiryAfterDays(Date.now(), Number(days)),
+  };
+}
+
+async function createToken({ user, scope, "expires-in-days": days }: CommandValues): Promise<number> {
   if (user === undefined) throw new UsageError("token create needs --user <name>", "token create");
   if (!isValidUserName(user)) throw new UsageError(`--user ${USER_NAME_RULE}`, "token create");
-  const issued = await withStores(({ tokens }) => tokens.issue(user));
-  console.log(`Created token ${issued.id} for user "${issued.user}". It is shown only this once:`);
+  const spec = tokenSpec(scope, days);
+  const issued = await withStores(({ tokens }) => tokens.issue(user, spec));
+  const expiry = spec.expiresAt === null ? "never expires" : `expires ${iso(new Date(spec.expiresAt))}`;
+  console.log(
+    `Created token ${issued.id} for user "${issued.user}" (${scopeNames(spec.scopes).join(" ")}; ${expiry}).`,
+  );
+  console.log("It is shown only this once:");
   console.log(issued.token);
   return 0;
 }
@@ -25,15 +61,20 @@ async function listTokens(): Promise<number> {
     console.log("No tokens.");
     return 0;
   }
-  const status = (revokedAt: Date | null) => (revokedAt ? `revoked ${iso(revokedAt)}` : "active");
+  const now = Date.now();
+  const status = ({ revokedAt, expiresAt }: TokenListing) =>
+    revokedAt ? `revoked ${iso(revokedAt)}` : expiresAt && expiresAt.getTime() <= now ? "expired" : "active";
   const cells = rows.map((row) => [
     String(row.id),
     row.user,
+    row.name,
+    scopeNames(row.scopes).join(" "),
     iso(row.createdAt),
+    iso(row.expiresAt),
     iso(row.lastUsedAt),
-    status(row.revokedAt),
+    status(row),
   ]);
-  console.log(table([["ID", "USER", "CREATED", "LAST USED", "STATUS"], ...cells]));
+  console.log(table([["ID", "USER", "NAME", "SCOPES", "CREATED", "EXPIRES", "LAST USED", "STATUS"], ...cells]));
   return 0;
 }
 
@@ -96,19 +137,27 @@ const isTokenId = (value: string) => /^[1-9][0-9]*$/.test(value) && Number.isSaf
 
 export const COMMANDS: Record<string, Command> = {
   "token create": {
-    synopsis: "token create --user <name>",
+    synopsis: "token create --user <name> [--scope <s>]... [--expires-in-days <n>]",
     summary: "create the user if needed and print a new token",
     details: [
       "Creates the user if needed and prints a new token, alone on the last line; it is shown only this once.",
       `--user <name> or --user=<name>: the user, whose name ${USER_NAME_RULE}.`,
+      `--scope <s>, once per scope: what the token may do, among ${SCOPES.join(", ")}; all four without it.`,
+      `--expires-in-days <n>: it expires n days from now (1 to ${EXPIRES_IN_DAYS_MAX}); never without it.`,
     ],
-    options: { user: { type: "string" } },
-    run: ({ user }) => createToken(user),
+    options: {
+      user: { type: "string" },
+      scope: { type: "string", multiple: true },
+      "expires-in-days": { type: "string" },
+    },
+    run: (values) => createToken(values),
   },
   "token list": {
     synopsis: "token list",
-    summary: "show every token: id, user, created, last used",
-    details: ["Shows every token's id, user, creation and last use, and whether it is revoked; never a secret."],
+    summary: "show every token: id, user, name, scopes, expiry, last use",
+    details: [
+      "Shows every token's id, user, name, scopes, creation, expiry and last use, and whether it is revoked or expired; never a secret.",
+    ],
     run: () => listTokens(),
   },
   "token revoke": {

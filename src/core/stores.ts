@@ -9,7 +9,7 @@ import type { WebhookStore } from "./webhooks";
 
 export type * from "./webhooks";
 
-import type { AuthenticatedUser, Clock, IssuedToken } from "./tokens";
+import type { AuthenticatedUser, Clock, IssuedToken, TokenSpec } from "./tokens";
 
 export interface StoreFigures {
   databaseBytes(): number;
@@ -64,7 +64,11 @@ export interface PlantStore {
 export interface TokenListing {
   id: number;
   user: string;
+  name: string;
+  /** Scope bits (core/tokens.ts SCOPES). */
+  scopes: number;
   createdAt: Date;
+  expiresAt: Date | null;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
 }
@@ -73,14 +77,19 @@ export type RevokeOutcome = "revoked" | "already-revoked" | "not-found";
 
 /** Users and their bearer tokens; only hashes are stored. */
 export interface TokenStore {
+  /** Undefined for an unknown or revoked token. */
   authenticate(token: string): HotRead<AuthenticatedUser | undefined>;
-  /** A new token for `userName`, created with the user when needed. */
-  issue(userName: string): Promise<IssuedToken>;
+  /** A new token for `userName` (the CLI), created with the user when needed. */
+  issue(userName: string, spec?: TokenSpec): Promise<IssuedToken>;
+  /** A new token for user `userId` (the API), unless MAX_TOKENS_PER_USER of theirs are unrevoked. */
+  create(userId: number, spec: TokenSpec): Promise<(TokenListing & { token: string }) | "too-many">;
   /** A database that has never held a token gets one for `admin`, once. */
   bootstrap(): Promise<IssuedToken | undefined>;
-  list(): Promise<TokenListing[]>;
-  revoke(tokenId: number): Promise<RevokeOutcome>;
-  /** Those of `tokenIds` that are still valid (not revoked). */
+  /** Every token, oldest first; or only user `userId`'s. */
+  list(userId?: number): Promise<TokenListing[]>;
+  /** With `userId`, another user's token is "not-found". */
+  revoke(tokenId: number, userId?: number): Promise<RevokeOutcome>;
+  /** Those of `tokenIds` that are still valid (neither revoked nor expired). */
   stillValid(tokenIds: number[]): Promise<Set<number>>;
 }
 

@@ -15,7 +15,12 @@ export const DOCUMENTATION = {
   servers: [{ url: "/", description: "The service serving this document" }],
   components: {
     securitySchemes: {
-      bearerAuth: { type: "http", scheme: "bearer", description: "A token from `bun run cli token create`" },
+      bearerAuth: {
+        type: "http",
+        scheme: "bearer",
+        description:
+          "A token from `bun run cli token create` or `POST /tokens`. Each operation names the scope it needs in its security requirement.",
+      },
     },
   },
   security: [{ bearerAuth: [] }],
@@ -25,6 +30,7 @@ export const DOCUMENTATION = {
       name: "webhooks",
       description: "Endpoints told of your changes: created plants (`/plant/webhook`), or the change types you choose",
     },
+    { name: "tokens", description: "Your bearer tokens: scoped, expiring, revoked by you" },
   ],
   webhooks: PLANT_WEBHOOK,
 };

@@ -1,4 +1,4 @@
-import { RATE_LIMIT_HEADERS } from "../http/models";
+import { RATE_LIMIT_HEADERS, routeError } from "../http/models";
 
 // What the paths need beyond what @elysiajs/openapi derives; each step copies, as routes share `detail`s.
 
@@ -9,7 +9,7 @@ type Operation = Record<string, unknown> & {
   parameters?: Parameter[];
   requestBody?: { content: object };
   security?: unknown[];
-  responses?: Record<string, { headers?: object }>;
+  responses?: Record<string, { headers?: object; description?: string; content?: object }>;
 };
 export type Paths = Record<string, Record<string, Operation>>;
 
@@ -49,14 +49,36 @@ function withPathExamples(operation: Operation): Operation {
   return parameters ? { ...operation, parameters } : operation;
 }
 
+type Security = Array<Record<string, string[]>>;
+
+/** The scope an operation's security requirement names (auth/plugin.ts), said in its description and its 403. */
+function withScope(operation: Operation): Operation {
+  const scope = (operation.security as Security | undefined)?.[0]?.bearerAuth?.[0];
+  if (!scope) return operation;
+  const needs = `Needs a token with the \`${scope}\` scope.`;
+  const description = typeof operation.description === "string" ? `${operation.description} ${needs}` : needs;
+  const refused = routeError(403, `The token lacks the \`${scope}\` scope (see WWW-Authenticate)`);
+  return { ...operation, description, responses: { 403: refused, ...operation.responses } };
+}
+
 const RETRY_AFTER = { description: "Whole seconds to wait before retrying", schema: { type: "integer" as const } };
 const STATUS_HEADERS: Record<string, object> = {
   401: {
     "WWW-Authenticate": {
-      description: '`Bearer` when no token was sent; `Bearer error="invalid_token"` when it is unknown or revoked',
+      description:
+        '`Bearer` when no token was sent; `Bearer error="invalid_token"` when it is unknown, revoked or expired',
       required: true,
       schema: { type: "string" },
       example: 'Bearer error="invalid_token"',
+    },
+  },
+  403: {
+    "WWW-Authenticate": {
+      description:
+        'When the token lacks the operation\'s scope (RFC 6750 §3.1): `Bearer error="insufficient_scope", scope="<scope>"`',
+      required: false,
+      schema: { type: "string" },
+      example: 'Bearer error="insufficient_scope", scope="plants:write"',
     },
   },
   429: { "Retry-After": { ...RETRY_AFTER, required: true } },
@@ -80,4 +102,4 @@ function withResponseHeaders(operation: Operation): Operation {
 }
 
 export const documentedPaths = (paths: Paths): Paths =>
-  eachOperation(paths, (operation) => withResponseHeaders(withPathExamples(withRouteExtras(operation))));
+  eachOperation(paths, (operation) => withResponseHeaders(withScope(withPathExamples(withRouteExtras(operation)))));

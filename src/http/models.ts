@@ -13,7 +13,7 @@ export const errorModels = {
 
 /** Statuses that mean the same on every route; the others each route states with `routeErrors`. */
 const SHARED_MEANINGS: Record<number, string> = {
-  401: "No valid bearer token: none was sent, or it is unknown or revoked (see WWW-Authenticate)",
+  401: "No valid bearer token: none was sent, or it is unknown, revoked or expired (see WWW-Authenticate)",
   408: "The body did not arrive in time; the connection is closed",
   413: "The body is over the size limit (BODY_LIMIT_BYTES)",
   415: "The body is not JSON (application/json, or application/merge-patch+json for PATCH)",

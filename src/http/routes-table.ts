@@ -1,6 +1,31 @@
+import type { Scope } from "../core/tokens";
+
 export interface RouteLike {
   method: string;
   path: string;
+}
+
+/** A route as Elysia lists it: the `scope` option (auth/plugin.ts) is kept as its OpenAPI security. */
+export interface ScopedRoute extends RouteLike {
+  hooks?: { detail?: { security?: Array<Record<string, string[]>> } };
+}
+
+const scopeTables = new WeakMap<readonly ScopedRoute[], Map<string, Scope>>();
+
+/** The scope a route declared; a route behind the bearer check that declares none is a bug, so it throws. */
+export function scopeOfRoute(routes: readonly ScopedRoute[], method: string, path: string): Scope {
+  let table = scopeTables.get(routes);
+  if (!table) {
+    table = new Map();
+    for (const route of routes) {
+      const scope = route.hooks?.detail?.security?.[0]?.bearerAuth?.[0];
+      if (scope) table.set(`${route.method} ${route.path}`, scope as Scope);
+    }
+    scopeTables.set(routes, table);
+  }
+  const scope = table.get(`${method === "HEAD" ? "GET" : method} ${path}`);
+  if (!scope) throw new Error(`the route ${method} ${path} declares no scope`);
+  return scope;
 }
 
 const cache = new WeakMap<readonly RouteLike[], Array<{ pattern: RegExp; method: string; path: string }>>();

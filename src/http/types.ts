@@ -34,6 +34,12 @@ TypeRegistry.Set(
     Number(value) <= schema.maximum,
 );
 
+TypeRegistry.Set(
+  "BoundedInt",
+  (schema: { minimum: number; maximum: number }, value) =>
+    Number.isInteger(value) && (value as number) >= schema.minimum && (value as number) <= schema.maximum,
+);
+
 /** Code points, not UTF-16 units: a 256-character name may hold 256 emoji. */
 function characterCount(value: string): number {
   let count = 0;
@@ -89,6 +95,10 @@ export const Int32Query = (
     }),
   );
 
+/** A JSON body integer from minimum to maximum, a number only (Elysia's t.Integer takes "3" too). */
+export const BoundedInt = (options: { minimum: number; maximum: number; description?: string }) =>
+  withOwnMessage(t.Unsafe<number>({ [Kind]: "BoundedInt", type: "integer", ...options }));
+
 /**
  * minLength..maxLength code points. Lone surrogates (SQLite's UTF-8 would change them) and U+0000
  * (PostgreSQL's text cannot hold it) are refused on both engines alike.
@@ -102,7 +112,8 @@ export function describeRule(schema: unknown, value?: unknown): string {
   const kind = s[Kind];
   if (kind === "Int64" || kind === "DecimalInt64")
     return `must be an integer between ${s.minimum ?? INT64_MIN} and ${INT64_MAX}`;
-  if (kind === "DecimalInt32") return `must be an integer between ${s.minimum} and ${s.maximum}`;
+  if (kind === "DecimalInt32" || kind === "BoundedInt")
+    return `must be an integer between ${s.minimum} and ${s.maximum}`;
   if (kind === "Text") {
     if (typeof value === "string" && value.includes("\0")) return "must not contain the character U+0000";
     return `must be a string of ${s.minLength} to ${s.maxLength} characters`;

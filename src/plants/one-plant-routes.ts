@@ -91,6 +91,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         return new Response(json, { headers: { "content-type": JSON_CONTENT_TYPE } }) as unknown as Plant;
       },
       {
+        scope: "plants:read",
         params: plantIdParams,
         detail: {
           summary: "Get one of your plants",
@@ -121,6 +122,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
       ({ params, user, body, request, set }) =>
         update(user.id, params.id, Object.fromEntries(VALUE_FIELDS.map((f) => [f, body[f] ?? null])), request, set),
       {
+        scope: "plants:write",
         ...jsonBody(bodyLimits),
         params: plantIdParams,
         body: "PlantReplacement",
@@ -134,6 +136,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
       },
     )
     .patch("/:id", ({ params, user, body, request, set }) => update(user.id, params.id, body, request, set), {
+      scope: "plants:write",
       ...jsonBody(bodyLimits),
       params: plantIdParams,
       body: "PlantPatch",
@@ -158,6 +161,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         set.status = 204;
       },
       {
+        scope: "plants:write",
         params: plantIdParams,
         detail: {
           summary: "Delete one of your plants",

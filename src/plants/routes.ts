@@ -49,6 +49,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
         return plant;
       },
       {
+        scope: "plants:write",
         ...jsonBody(bodyLimits),
         body: "NewPlant",
         detail: {
@@ -89,6 +90,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
         return answer as unknown as Plant[];
       },
       {
+        scope: "plants:read",
         query: listPlantsQuery,
         detail: {
           summary: "List your plants",

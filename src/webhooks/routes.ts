@@ -76,6 +76,7 @@ export function webhookRoutes({
         return { id: endpoint.id, url: endpoint.url, secret: endpoint.secret };
       },
       {
+        scope: "webhooks",
         ...jsonBody(bodyLimits),
         body: "NewWebhook",
         detail: {
@@ -97,6 +98,7 @@ export function webhookRoutes({
       },
     )
     .get("", ({ user }) => webhooks.list(user.id), {
+      scope: "webhooks",
       detail: {
         summary: "List your webhook endpoints",
         description: "Each with its URL and whether it is disabled; their secrets were shown only when registered.",
@@ -115,6 +117,7 @@ export function webhookRoutes({
         set.status = 204;
       },
       {
+        scope: "webhooks",
         params: webhookIdParams,
         detail: {
           summary: "Delete one of your webhook endpoints",
@@ -144,6 +147,7 @@ export function webhookRoutes({
         return await pagedAnswer(pages, { after: query.after, limit, onFault }, set.headers);
       },
       {
+        scope: "webhooks",
         params: webhookIdParams,
         query: deliveriesQuery,
         detail: {

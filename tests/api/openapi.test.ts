@@ -17,6 +17,8 @@ interface Operation {
   responses: Record<string, { content?: unknown }>;
   requestBody: { content: Record<string, { schema: unknown }> };
   parameters: unknown[];
+  security?: Array<{ bearerAuth: string[] }>;
+  description?: string;
 }
 
 const RATE_LIMIT = ["RateLimit-Policy", "RateLimit"];
@@ -71,11 +73,12 @@ describe("OpenAPI document at /swagger/json", () => {
     const remove = operation(document, "/plants/{id}", "delete");
     const one = operation(document, "/plants/{id}", "get");
     const statuses = (op: Operation) => Object.keys(op.responses).sort();
-    expect(statuses(one)).toEqual(["200", "304", "400", "401", "404", "429", "500", "503"]);
+    expect(statuses(one)).toEqual(["200", "304", "400", "401", "403", "404", "429", "500", "503"]);
     expect(statuses(create)).toEqual([
       "200",
       "400",
       "401",
+      "403",
       "408",
       "409",
       "413",
@@ -86,8 +89,8 @@ describe("OpenAPI document at /swagger/json", () => {
       "503",
       "507",
     ]);
-    expect(statuses(list)).toEqual(["200", "400", "401", "429", "500", "503"]);
-    expect(statuses(remove)).toEqual(["204", "400", "401", "404", "412", "429", "500", "503", "507"]);
+    expect(statuses(list)).toEqual(["200", "400", "401", "403", "429", "500", "503"]);
+    expect(statuses(remove)).toEqual(["204", "400", "401", "403", "404", "412", "429", "500", "503", "507"]);
     expect(remove.responses["204"]?.content).toBeUndefined();
     expect(create.requestBody.content["application/json"]?.schema).toEqual({
       $ref: "#/components/schemas/NewPlant",
@@ -131,7 +134,7 @@ describe("OpenAPI document at /swagger/json", () => {
     const statuses = (op: Operation) => Object.keys(op.responses).sort();
     const replace = operation(document, "/plants/{id}", "put");
     const patch = operation(document, "/plants/{id}", "patch");
-    const writeStatuses = ["200", "400", "401", "404", "408", "412", "413", "415", "429", "500", "503", "507"];
+    const writeStatuses = ["200", "400", "401", "403", "404", "408", "412", "413", "415", "429", "500", "503", "507"];
     expect(statuses(replace)).toEqual(writeStatuses);
     expect(statuses(patch)).toEqual(writeStatuses);
     expect(replace.requestBody.content).toEqual({
@@ -157,7 +160,7 @@ describe("OpenAPI document at /swagger/json", () => {
     expect(document.components.schemas.PlantPatch?.properties.tag).toBeDefined();
   });
 
-  test("every authenticated answer but the 401 declares RateLimit-Policy and RateLimit; the 429 and 503 Retry-After (and a create's 409, for a key in progress), the 401 WWW-Authenticate", async () => {
+  test("every authenticated answer but the 401 declares RateLimit-Policy and RateLimit; the 429 and 503 Retry-After (and a create's 409, for a key in progress), the 401 and 403 WWW-Authenticate", async () => {
     const { document } = await fetchDocument();
     const declared = Object.entries(document.paths).flatMap(([path, operations]) =>
       Object.entries(operations).flatMap(([method, op]) =>
@@ -178,9 +181,38 @@ describe("OpenAPI document at /swagger/json", () => {
         name,
         !name.endsWith(" 401"),
         name.endsWith(" 429") || name.endsWith(" 503") || name === "post /plants 409",
-        name.endsWith(" 401"),
+        name.endsWith(" 401") || name.endsWith(" 403"),
       ]),
     );
+  });
+
+  test("each operation names its scope: a security requirement, a sentence in its description, a 403", async () => {
+    const { document } = await fetchDocument();
+    const scopes = Object.entries(document.paths).flatMap(([path, operations]) =>
+      Object.entries(operations).map(([method, op]) => {
+        const scope = op.security?.[0]?.bearerAuth[0] ?? "";
+        const said = String(op.description).includes(`\`${scope}\` scope`);
+        return [`${method} ${path}`, scope, said, "403" in op.responses];
+      }),
+    );
+    const expected: Record<string, string> = {
+      "get /plants": "plants:read",
+      "post /plants": "plants:write",
+      "get /plants/changes": "plants:read",
+      "get /plants/{id}": "plants:read",
+      "put /plants/{id}": "plants:write",
+      "patch /plants/{id}": "plants:write",
+      "delete /plants/{id}": "plants:write",
+      "get /webhooks": "webhooks",
+      "post /webhooks": "webhooks",
+      "delete /webhooks/{id}": "webhooks",
+      "get /webhooks/{id}/deliveries": "webhooks",
+      "get /tokens": "tokens",
+      "post /tokens": "tokens",
+      "delete /tokens/{id}": "tokens",
+    };
+    expect(Object.fromEntries(scopes.map(([name, scope]) => [name, scope]))).toEqual(expected);
+    for (const [name, , said, refused] of scopes) expect([name, said, refused]).toEqual([name, true, true]);
   });
 
   test("documents only the API: the Swagger routes, health, readiness and metrics are hidden", async () => {
@@ -189,6 +221,8 @@ describe("OpenAPI document at /swagger/json", () => {
       "/plants",
       "/plants/changes",
       "/plants/{id}",
+      "/tokens",
+      "/tokens/{id}",
       "/webhooks",
       "/webhooks/{id}",
       "/webhooks/{id}/deliveries",
@@ -213,15 +247,29 @@ describe("OpenAPI document at /swagger/json", () => {
     const { document } = await fetchDocument();
     const statuses = (op: Operation) => Object.keys(op.responses).sort();
     const register = operation(document, "/webhooks", "post");
-    expect(statuses(register)).toEqual(["201", "400", "401", "408", "409", "413", "415", "429", "500", "503", "507"]);
+    expect(statuses(register)).toEqual([
+      "201",
+      "400",
+      "401",
+      "403",
+      "408",
+      "409",
+      "413",
+      "415",
+      "429",
+      "500",
+      "503",
+      "507",
+    ]);
     expect(register.requestBody.content["application/json"]?.schema).toEqual({
       $ref: "#/components/schemas/NewWebhook",
     });
-    expect(statuses(operation(document, "/webhooks", "get"))).toEqual(["200", "401", "429", "500", "503"]);
+    expect(statuses(operation(document, "/webhooks", "get"))).toEqual(["200", "401", "403", "429", "500", "503"]);
     expect(statuses(operation(document, "/webhooks/{id}", "delete"))).toEqual([
       "204",
       "400",
       "401",
+      "403",
       "404",
       "429",
       "500",
@@ -229,7 +277,7 @@ describe("OpenAPI document at /swagger/json", () => {
       "507",
     ]);
     const log = operation(document, "/webhooks/{id}/deliveries", "get");
-    expect(statuses(log)).toEqual(["200", "400", "401", "404", "429", "500", "503"]);
+    expect(statuses(log)).toEqual(["200", "400", "401", "403", "404", "429", "500", "503"]);
     expect(log.parameters.map((p) => (p as { name: string }).name).sort()).toEqual(["after", "id", "limit"]);
     const { RegisteredWebhook, Webhook, Delivery } = document.components.schemas;
     expect(Object.keys(RegisteredWebhook?.properties ?? {}).sort()).toEqual(["id", "secret", "url"]);
@@ -324,7 +372,7 @@ describe("what third-party tools need of the document", () => {
       .flatMap((operations) => Object.values(operations))
       .flatMap((op) => (op.parameters ?? []) as Array<{ in: string; name: string; example?: unknown; schema: object }>)
       .filter((p) => p.in === "path");
-    expect(pathParameters.length).toBe(6);
+    expect(pathParameters.length).toBe(7);
     for (const parameter of pathParameters) {
       expect(Number.isInteger(parameter.example)).toBe(true);
       const { minimum = -Infinity } = parameter.schema as { minimum?: number };

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { SQL } from "bun";
 import type { TokenStore } from "../../src/core/stores";
+import { ALL_SCOPES } from "../../src/core/tokens";
 import { createPostgresTokenStore } from "../../src/db/postgres/tokens";
 import { onPostgres, recordedPostgres, type SentStatement } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
@@ -50,7 +51,8 @@ describe.if(onPostgres)("PostgreSQL token lookups in groups", () => {
     const answers = await Promise.all(asked.map((token) => tokens.authenticate(token)));
     answers.forEach((answer, i) => {
       const known = ids.get(asked[i] as string);
-      expect(answer).toEqual(known ? { id: userIds[known.user] as number, tokenId: known.tokenId } : undefined);
+      const user = known && { id: userIds[known.user] as number, tokenId: known.tokenId };
+      expect(answer).toEqual(user ? { ...user, scopes: ALL_SCOPES, expiresAt: null, expired: false } : undefined);
     });
     // 300 lookups: far fewer statements, and every one bound to a list of hashes, none repeated.
     expect(lookups().length).toBeGreaterThan(1);

@@ -1,5 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { hashToken } from "../../src/core/tokens";
+import { ALL_SCOPES, hashToken } from "../../src/core/tokens";
 import { makeTestApp, onPostgres, onSqlite } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
@@ -70,7 +70,8 @@ describe("tokens", () => {
     await expectLastUsed(now);
   });
 
-  test("list gives each token's id, user and times, in id order, revoked ones included", async () => {
+  test("list gives each token's id, user, name, scopes and times, in id order, revoked ones included", async () => {
+    const cli = { name: "cli", scopes: ALL_SCOPES, expiresAt: null, lastUsedAt: null };
     let now = Date.UTC(2026, 0, 1, 12);
     const t = await makeTestApp({ now: () => now });
     const alice = await t.tokens.issue("alice");
@@ -79,8 +80,8 @@ describe("tokens", () => {
     now += 1_000;
     expect(await t.tokens.revoke(alice.id)).toBe("revoked");
     expect(await t.tokens.list()).toEqual([
-      { id: alice.id, user: "alice", createdAt: new Date(now - 2_000), lastUsedAt: null, revokedAt: new Date(now) },
-      { id: bob.id, user: "bob", createdAt: new Date(now - 1_000), lastUsedAt: null, revokedAt: null },
+      { ...cli, id: alice.id, user: "alice", createdAt: new Date(now - 2_000), revokedAt: new Date(now) },
+      { ...cli, id: bob.id, user: "bob", createdAt: new Date(now - 1_000), revokedAt: null },
     ]);
     // A second token for a known user joins that user, not a new one.
     const again = await t.tokens.issue("alice");

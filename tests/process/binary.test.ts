@@ -186,7 +186,9 @@ describe("the compiled binary (bun run build → dist/plant-store)", () => {
     const help = await runBinary(["--help"]);
     expect({ code: help.code, stderr: help.stderr }).toEqual({ code: 0, stderr: "" });
     expect(help.stdout).toStartWith("Usage: plant-store <command>");
-    expect(help.stdout).toContain("  plant-store token create --user <name>  ");
+    expect(help.stdout).toContain(
+      "  plant-store token create --user <name> [--scope <s>]... [--expires-in-days <n>]  ",
+    );
     expect(help.stdout).not.toContain("bun run");
 
     const wrong = await runBinary(["token", "revoke"]);

@@ -91,13 +91,15 @@ describe.if(onSqlite)("bun run cli: arguments", () => {
     const [top, short, token, create, revoke] = results.map((result) => result.stdout);
     expect(short).toBe(top as string);
     expect(top).toStartWith("Usage: bun run cli <command>");
-    for (const synopsis of ["token create --user <name>", "token list", "token revoke <token-id>", "backup <file>"]) {
+    const createSynopsis = "token create --user <name> [--scope <s>]... [--expires-in-days <n>]";
+    for (const synopsis of [createSynopsis, "token list", "token revoke <token-id>", "backup <file>"]) {
       expect(top).toContain(`  bun run cli ${synopsis}  `);
     }
     expect(token).toContain("bun run cli token revoke <token-id>");
     expect(token).not.toContain("backup");
-    expect(create).toStartWith("Usage: bun run cli token create --user <name>\n");
+    expect(create).toStartWith(`Usage: bun run cli ${createSynopsis}\n`);
     expect(create).toContain("--user=<name>");
+    expect(create).toContain("--scope <s>, once per scope");
     expect(revoke).toStartWith("Usage: bun run cli token revoke <token-id>\n");
   });
 

@@ -98,22 +98,34 @@ export const PLANT_SQL = {
     ), ${logged("updated", "plant.updated", AT_OF_UPDATE_IF)} SELECT ${FIELD_NAMES} FROM updated`,
 };
 
+const TOKEN_FIELDS = `t.id, u.name AS user, t.name, t.scopes, t.created_at AS "createdAt", t.expires_at AS "expiresAt",
+  t.last_used_at AS "lastUsedAt", t.revoked_at AS "revokedAt"`;
+const TOKEN_COLUMNS = "user_id, hash, created_at, name, scopes, expires_at";
+
 export const TOKEN_SQL = {
   /** $1: a comma list of hashes. */
-  findActive: `SELECT hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt" FROM tokens
-    WHERE hash = ANY(string_to_array($1::text, ',')) AND revoked_at IS NULL`,
+  findActive: `SELECT hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt", scopes,
+    expires_at AS "expiresAt" FROM tokens WHERE hash = ANY(string_to_array($1::text, ',')) AND revoked_at IS NULL`,
   touch: "UPDATE tokens SET last_used_at = $1::timestamptz WHERE id = $2",
   anyToken: "SELECT id FROM tokens LIMIT 1",
   bootstrapLock: "SELECT pg_advisory_xact_lock($1::int8)",
   insertUser: "INSERT INTO users (name, created_at) VALUES ($1, $2::timestamptz) ON CONFLICT DO NOTHING",
   userByName: "SELECT id FROM users WHERE name = $1",
-  insertToken: "INSERT INTO tokens (user_id, hash, created_at) VALUES ($1, $2, $3::timestamptz) RETURNING id",
-  list: `SELECT t.id, u.name AS user, t.created_at AS "createdAt", t.last_used_at AS "lastUsedAt", t.revoked_at AS "revokedAt"
-    FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
-  revoke: "UPDATE tokens SET revoked_at = $1::timestamptz WHERE id = $2 AND revoked_at IS NULL RETURNING id",
-  exists: "SELECT id FROM tokens WHERE id = $1",
+  insertToken: `INSERT INTO tokens (${TOKEN_COLUMNS}) VALUES ($1, $2, $3::timestamptz, $4, $5, $6::timestamptz)
+    RETURNING id`,
+  /** Under the user's row lock, so two instances cannot both pass the count. */
+  createToken: `WITH owner AS (SELECT id FROM users WHERE id = $1 FOR UPDATE)
+    INSERT INTO tokens (${TOKEN_COLUMNS}) SELECT id, $2, $3::timestamptz, $4, $5, $6::timestamptz FROM owner
+    WHERE (SELECT count(*) FROM tokens WHERE user_id = $1 AND revoked_at IS NULL) < $7 RETURNING id`,
+  /** Every token, or user $1's, or only token $2. */
+  list: `SELECT ${TOKEN_FIELDS} FROM tokens t JOIN users u ON u.id = t.user_id
+    WHERE ($1::int IS NULL OR t.user_id = $1) AND ($2::int IS NULL OR t.id = $2) ORDER BY t.id`,
+  revoke: `UPDATE tokens SET revoked_at = $1::timestamptz WHERE id = $2 AND revoked_at IS NULL
+    AND ($3::int IS NULL OR user_id = $3) RETURNING id`,
+  exists: "SELECT id FROM tokens WHERE id = $1 AND ($2::int IS NULL OR user_id = $2)",
   /** $1: a comma list of token ids. */
-  valid: "SELECT id FROM tokens WHERE id = ANY(string_to_array($1::text, ',')::int[]) AND revoked_at IS NULL",
+  valid: `SELECT id FROM tokens WHERE id = ANY(string_to_array($1::text, ',')::int[]) AND revoked_at IS NULL
+    AND (expires_at IS NULL OR expires_at > $2::timestamptz)`,
 };
 
 export const IDEMPOTENCY_SQL = {

@@ -29,6 +29,9 @@ export const tokens = pgTable(
     createdAt: time("created_at").notNull(),
     lastUsedAt: time("last_used_at"),
     revokedAt: time("revoked_at"),
+    name: text("name").notNull().default("cli"),
+    scopes: integer("scopes").notNull().default(15),
+    expiresAt: time("expires_at"),
   },
   (table) => [index("tokens_user_id_idx").on(table.userId)],
 );

@@ -1,11 +1,15 @@
 import type { SQL } from "bun";
 import type { TokenListing, TokenStore } from "../../core/stores";
 import {
+  CLI_TOKEN,
   type Clock,
+  FIRST_TOKEN,
   generateToken,
   hashToken,
   isValidUserName,
   LAST_USED_GRANULARITY_MS,
+  MAX_TOKENS_PER_USER,
+  type TokenSpec,
   USER_NAME_RULE,
 } from "../../core/tokens";
 import { createGroups } from "./groups";
@@ -21,7 +25,11 @@ interface Found {
   tokenId: number;
   userId: number;
   lastUsedAt: Date | null;
+  scopes: number;
+  expiresAt: Date | null;
 }
+
+const iso = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString());
 
 /** Every lookup reads the shared table, so a revoked token fails on every instance from its next request. */
 export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): TokenStore {
@@ -43,28 +51,41 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
       .finally(() => recording.delete(tokenId));
   }
 
-  async function issueIn(tx: Runner, userName: string) {
+  async function issueIn(tx: Runner, userName: string, spec: TokenSpec) {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
     const now = new Date(clock()).toISOString();
     const token = generateToken();
     await tx.unsafe(TOKEN_SQL.insertUser, [userName, now]);
     const [user] = (await tx.unsafe(TOKEN_SQL.userByName, [userName])) as Array<{ id: number }>;
     if (!user) throw new Error("user vanished while issuing a token");
-    const [row] = (await tx.unsafe(TOKEN_SQL.insertToken, [user.id, hashToken(token), now])) as Array<{ id: number }>;
+    const params = [user.id, hashToken(token), now, spec.name, spec.scopes, iso(spec.expiresAt)];
+    const [row] = (await tx.unsafe(TOKEN_SQL.insertToken, params)) as Array<{ id: number }>;
     if (!row) throw new Error("the new token's row was not returned");
     return { id: row.id, user: userName, token };
   }
 
   return {
-    issue: (userName) => client.begin((tx) => issueIn(tx, userName)),
+    issue: (userName, spec = CLI_TOKEN) => client.begin((tx) => issueIn(tx, userName, spec)),
+    async create(userId, spec) {
+      const token = generateToken();
+      const now = new Date(clock()).toISOString();
+      const params = [userId, hashToken(token), now, spec.name, spec.scopes, iso(spec.expiresAt), MAX_TOKENS_PER_USER];
+      const [row] = (await client.unsafe(TOKEN_SQL.createToken, params)) as Array<{ id: number }>;
+      if (!row) return "too-many";
+      const [created] = (await client.unsafe(TOKEN_SQL.list, [userId, row.id])) as TokenListing[];
+      if (!created) throw new Error("the new token's row was not found");
+      return { ...created, token };
+    },
     async authenticate(token) {
       const found = await lookups.add(hashToken(token));
       if (!found) return undefined;
       const now = clock();
-      if (found.lastUsedAt === null || now - found.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS) {
+      const expiresAt = found.expiresAt?.getTime() ?? null;
+      const expired = expiresAt !== null && now >= expiresAt;
+      if (!expired && (found.lastUsedAt === null || now - found.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS)) {
         recordUse(found.tokenId, now);
       }
-      return { id: found.userId, tokenId: found.tokenId };
+      return { id: found.userId, tokenId: found.tokenId, scopes: found.scopes, expiresAt, expired };
     },
 
     // A read first, so only the first start takes the lock; under it, one instance issues the first token.
@@ -73,19 +94,21 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
       return client.begin(async (tx) => {
         await tx.unsafe(TOKEN_SQL.bootstrapLock, [BOOTSTRAP_LOCK]);
         const [any] = await tx.unsafe(TOKEN_SQL.anyToken);
-        return any ? undefined : issueIn(tx, "admin");
+        return any ? undefined : issueIn(tx, "admin", FIRST_TOKEN);
       });
     },
-    list: async () => [...((await client.unsafe(TOKEN_SQL.list)) as TokenListing[])],
-    async revoke(tokenId) {
-      const [revoked] = await client.unsafe(TOKEN_SQL.revoke, [new Date(clock()).toISOString(), tokenId]);
+    list: async (userId) => [...((await client.unsafe(TOKEN_SQL.list, [userId ?? null, null])) as TokenListing[])],
+    async revoke(tokenId, userId) {
+      const owner = userId ?? null;
+      const [revoked] = await client.unsafe(TOKEN_SQL.revoke, [new Date(clock()).toISOString(), tokenId, owner]);
       if (revoked) return "revoked";
-      const [row] = await client.unsafe(TOKEN_SQL.exists, [tokenId]);
+      const [row] = await client.unsafe(TOKEN_SQL.exists, [tokenId, owner]);
       return row ? "already-revoked" : "not-found";
     },
 
     async stillValid(tokenIds) {
-      const rows = (await client.unsafe(TOKEN_SQL.valid, [tokenIds.join(",")])) as Array<{ id: number }>;
+      const now = new Date(clock()).toISOString();
+      const rows = (await client.unsafe(TOKEN_SQL.valid, [tokenIds.join(","), now])) as Array<{ id: number }>;
       return new Set(rows.map((row) => row.id));
     },
   };

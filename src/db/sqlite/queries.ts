@@ -99,22 +99,32 @@ export const IDEMPOTENCY_SQL = {
     ) RETURNING 1`,
 };
 
+const TOKEN_FIELDS = "t.id, u.name AS user, t.name, t.scopes, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
+
 export const TOKEN_SQL = {
-  findActive: "SELECT id, user_id, last_used_at FROM tokens WHERE hash = (?1 || '') AND revoked_at IS NULL",
+  findActive:
+    "SELECT id, user_id, last_used_at, scopes, expires_at FROM tokens WHERE hash = (?1 || '') AND revoked_at IS NULL",
   insertUser: "INSERT INTO users (name, created_at) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-  insertToken:
-    "INSERT INTO tokens (user_id, hash, created_at) SELECT id, ?2, ?3 FROM users WHERE name = ?1 RETURNING id",
+  insertToken: `INSERT INTO tokens (user_id, hash, created_at, name, scopes, expires_at)
+    SELECT id, ?2, ?3, ?4, ?5, ?6 FROM users WHERE name = ?1 RETURNING id`,
+  /** A token of user ?1, unless ?7 of theirs are unrevoked already. */
+  createToken: `INSERT INTO tokens (user_id, hash, created_at, name, scopes, expires_at)
+    SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE (SELECT count(*) FROM tokens WHERE user_id = ?1 AND revoked_at IS NULL) < ?7
+    RETURNING id`,
   anyToken: "SELECT 1 FROM tokens LIMIT 1",
   bootstrapUser:
     "INSERT INTO users (name, created_at) SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM tokens) ON CONFLICT DO NOTHING",
-  bootstrapToken: `INSERT INTO tokens (user_id, hash, created_at) SELECT id, ?2, ?3 FROM users
-    WHERE name = ?1 AND NOT EXISTS (SELECT 1 FROM tokens) RETURNING id`,
-  list: `SELECT t.id, u.name, t.created_at, t.last_used_at, t.revoked_at
-    FROM tokens t JOIN users u ON u.id = t.user_id ORDER BY t.id`,
-  revokedAt: "SELECT revoked_at FROM tokens WHERE id = ?1",
-  revoke: "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL RETURNING id",
+  bootstrapToken: `INSERT INTO tokens (user_id, hash, created_at, name, scopes, expires_at) SELECT id, ?2, ?3, ?4, ?5, ?6
+    FROM users WHERE name = ?1 AND NOT EXISTS (SELECT 1 FROM tokens) RETURNING id`,
+  /** Every token, or user ?1's, or only token ?2. */
+  list: `SELECT ${TOKEN_FIELDS} FROM tokens t JOIN users u ON u.id = t.user_id
+    WHERE (?1 IS NULL OR t.user_id = ?1) AND (?2 IS NULL OR t.id = ?2) ORDER BY t.id`,
+  revokedAt: "SELECT revoked_at FROM tokens WHERE id = ?1 AND (?2 IS NULL OR user_id = ?2)",
+  revoke: `UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL AND (?3 IS NULL OR user_id = ?3)
+    RETURNING id`,
   touch: "UPDATE tokens SET last_used_at = ?1 WHERE id = ?2",
-  valid: "SELECT id FROM tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL",
+  valid: `SELECT id FROM tokens WHERE id IN (SELECT value FROM json_each(?1)) AND revoked_at IS NULL
+    AND (expires_at IS NULL OR expires_at > ?2)`,
 };
 
 export const STATUS_SQL = {

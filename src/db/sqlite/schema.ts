@@ -44,6 +44,10 @@ export const tokens = sqliteTable(
     lastUsedAt: integer("last_used_at", { mode: "timestamp_ms" }),
     /** Revoked tokens stay as rows so that a revoked-only table never re-triggers bootstrap. */
     revokedAt: integer("revoked_at", { mode: "timestamp_ms" }),
+    name: text("name").notNull().default("cli"),
+    /** One bit per scope, in core/tokens.ts SCOPES' order; tokens from before scopes have all four. */
+    scopes: integer("scopes").notNull().default(15),
+    expiresAt: integer("expires_at", { mode: "timestamp_ms" }),
   },
   (table) => [index("tokens_user_id_idx").on(table.userId)],
 );

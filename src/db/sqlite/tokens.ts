@@ -1,27 +1,32 @@
 import type { Database } from "bun:sqlite";
 import type { TokenStore } from "../../core/stores";
 import {
+  CLI_TOKEN,
   type Clock,
+  FIRST_TOKEN,
   generateToken,
   hashToken,
   type IssuedToken,
   isValidUserName,
   LAST_USED_GRANULARITY_MS,
+  MAX_TOKENS_PER_USER,
+  type TokenSpec,
   USER_NAME_RULE,
 } from "../../core/tokens";
 import { TOKEN_SQL } from "./queries";
 import type { Writer } from "./writer";
 
 type Millis = number | null;
+type Row = [number, string, string, number, number, Millis, Millis, Millis];
 const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
 
 /** A token's last use is recorded beside the request: a read must not fail on a full disk or a held lock. */
 export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: Clock = Date.now): TokenStore {
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
-  const revokedAt = sqlite.prepare<unknown, [number]>(TOKEN_SQL.revokedAt);
-  const list = sqlite.prepare<unknown, []>(TOKEN_SQL.list);
+  const revokedAt = sqlite.prepare<unknown, [number, number | null]>(TOKEN_SQL.revokedAt);
+  const list = sqlite.prepare<unknown, [number | null, number | null]>(TOKEN_SQL.list);
   const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
-  const valid = sqlite.prepare<{ id: number }, [string]>(TOKEN_SQL.valid);
+  const valid = sqlite.prepare<{ id: number }, [string, number]>(TOKEN_SQL.valid);
 
   /** One write per token at a time, however many requests come meanwhile. */
   const recording = new Set<number>();
@@ -36,56 +41,75 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
   }
 
   /** Both writes go in the same group: the token's finds the user just created. */
-  async function issue(userName: string, first = false): Promise<IssuedToken | undefined> {
+  async function issue(userName: string, spec: TokenSpec, first = false): Promise<IssuedToken | undefined> {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
     const now = clock();
     const token = generateToken();
     const [userSql, tokenSql] = first
       ? [TOKEN_SQL.bootstrapUser, TOKEN_SQL.bootstrapToken]
       : [TOKEN_SQL.insertUser, TOKEN_SQL.insertToken];
+    const params = [userName, hashToken(token), now, spec.name, spec.scopes, spec.expiresAt];
     const [, row] = await Promise.all([
       writes.run({ sql: userSql, mode: "run", params: [userName, now] }),
-      writes.run<{ id: number } | null>({ sql: tokenSql, mode: "get", params: [userName, hashToken(token), now] }),
+      writes.run<{ id: number } | null>({ sql: tokenSql, mode: "get", params }),
     ]);
     return row ? { id: row.id, user: userName, token } : undefined;
   }
 
+  const listOf = (userId: number | null, tokenId: number | null = null) =>
+    (list.values(userId, tokenId) as Row[]).map(
+      ([id, user, name, scopes, createdAt, expiresAt, lastUsedAt, revokedAt]) => ({
+        id,
+        user,
+        name,
+        scopes,
+        createdAt: new Date(createdAt),
+        expiresAt: dateOf(expiresAt),
+        lastUsedAt: dateOf(lastUsedAt),
+        revokedAt: dateOf(revokedAt),
+      }),
+    );
+
   return {
-    async issue(userName) {
-      const issued = await issue(userName);
+    async issue(userName, spec = CLI_TOKEN) {
+      const issued = await issue(userName, spec);
       if (!issued) throw new Error("the token row was not returned");
       return issued;
     },
 
-    authenticate(token) {
-      const row = findActive.values(hashToken(token))[0] as [number, number, Millis] | undefined;
-      if (!row) return undefined;
-      const [tokenId, userId, lastUsedAt] = row;
+    async create(userId, spec) {
       const now = clock();
-      if (lastUsedAt === null || now - lastUsedAt >= LAST_USED_GRANULARITY_MS) recordUse(tokenId, now);
-      return { id: userId, tokenId };
+      const token = generateToken();
+      const params = [userId, hashToken(token), now, spec.name, spec.scopes, spec.expiresAt, MAX_TOKENS_PER_USER];
+      const row = await writes.run<{ id: number } | null>({ sql: TOKEN_SQL.createToken, mode: "get", params });
+      if (!row) return "too-many";
+      const [created] = listOf(userId, row.id);
+      if (!created) throw new Error("the new token's row was not found");
+      return { ...created, token };
+    },
+
+    authenticate(token) {
+      const row = findActive.values(hashToken(token))[0] as [number, number, Millis, number, Millis] | undefined;
+      if (!row) return undefined;
+      const [tokenId, userId, lastUsedAt, scopes, expiresAt] = row;
+      const now = clock();
+      const expired = expiresAt !== null && now >= expiresAt;
+      if (!expired && (lastUsedAt === null || now - lastUsedAt >= LAST_USED_GRANULARITY_MS)) recordUse(tokenId, now);
+      return { id: userId, tokenId, scopes, expiresAt, expired };
     },
 
     // Read first: every start but the very first writes nothing.
-    bootstrap: async () => (anyToken.get() ? undefined : issue("admin", true)),
-    async list() {
-      const rows = list.values() as Array<[number, string, number, Millis, Millis]>;
-      return rows.map(([id, user, createdAt, lastUsedAt, revokedAt]) => ({
-        id,
-        user,
-        createdAt: new Date(createdAt),
-        lastUsedAt: dateOf(lastUsedAt),
-        revokedAt: dateOf(revokedAt),
-      }));
-    },
+    bootstrap: async () => (anyToken.get() ? undefined : issue("admin", FIRST_TOKEN, true)),
+    list: async (userId) => listOf(userId ?? null),
 
-    async revoke(tokenId) {
-      const revoked = await writes.run({ sql: TOKEN_SQL.revoke, mode: "get", params: [clock(), tokenId] });
+    async revoke(tokenId, userId) {
+      const owner = userId ?? null;
+      const revoked = await writes.run({ sql: TOKEN_SQL.revoke, mode: "get", params: [clock(), tokenId, owner] });
       if (revoked) return "revoked";
-      const [row] = revokedAt.values(tokenId) as Array<[Millis]>;
+      const [row] = revokedAt.values(tokenId, owner) as Array<[Millis]>;
       return row ? "already-revoked" : "not-found";
     },
 
-    stillValid: async (tokenIds) => new Set(valid.all(JSON.stringify(tokenIds)).map((row) => row.id)),
+    stillValid: async (tokenIds) => new Set(valid.all(JSON.stringify(tokenIds), clock()).map((row) => row.id)),
   };
 }

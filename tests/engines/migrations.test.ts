@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { SQL } from "bun";
 import type { Stores } from "../../src/core/stores";
+import { ALL_SCOPES, hashToken } from "../../src/core/tokens";
 import { MIGRATIONS } from "../../src/db/migrations";
 import { connect, migrate } from "../../src/db/postgres/client";
 import { createPostgresStores } from "../../src/db/postgres/stores";
@@ -63,5 +64,26 @@ describe(`the migration to webhooks fed by the change log (${ENGINE})`, () => {
     await fanOut.due(5);
     await fanOut.due(5);
     expect(await payloads()).toEqual(['plant.created {"id":7,"name":"Old"}', 'plant.created {"id":8,"name":"New"}']);
+  });
+});
+
+describe(`the migration to scoped, expiring tokens (${ENGINE})`, () => {
+  test("a token from before it has all four scopes and no expiry, and still authenticates", async () => {
+    const now = onPostgres ? "now()" : "0";
+    const token = "pst_0000000000000000000000000000000000000000000";
+    const { stores } = await migratedAcross("token-scopes", [
+      `INSERT INTO users (name, created_at) VALUES ('alice', ${now})`,
+      `INSERT INTO tokens (user_id, hash, created_at) VALUES (1, '${hashToken(token)}', ${now})`,
+    ]);
+    expect(await stores.tokens.authenticate(token)).toEqual({
+      id: 1,
+      tokenId: 1,
+      scopes: ALL_SCOPES,
+      expiresAt: null,
+      expired: false,
+    });
+    expect(await stores.tokens.list()).toEqual([
+      expect.objectContaining({ name: "cli", scopes: ALL_SCOPES, expiresAt: null }),
+    ]);
   });
 });

@@ -1,0 +1,120 @@
+import { Elysia } from "elysia";
+import { type AuthLimits, bearerAuth } from "../auth/plugin";
+import type { TokenListing, TokenStore } from "../core/stores";
+import { type Clock, expiryAfterDays, scopeBits, scopeNames } from "../core/tokens";
+import { HttpError } from "../http/errors";
+import { type BodyLimits, jsonBody } from "../http/json-body";
+import { errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
+import type { RequestNotes } from "../ops/request-id";
+import { tokenIdParams, tokenModels } from "./model";
+
+const BAD_ID = "The path's id is not an integer from 1 to 2147483647";
+const NO_SUCH_TOKEN = "You have no token with this id (another user's are not yours to see)";
+
+export interface TokenRoutesDeps {
+  tokens: TokenStore;
+  limits: AuthLimits;
+  body: BodyLimits;
+  notes: RequestNotes;
+  clock: Clock;
+}
+
+const iso = (date: Date | null) => (date === null ? null : date.toISOString());
+
+function entry({ id, name, scopes, createdAt, expiresAt }: TokenListing) {
+  return { id, name, scopes: scopeNames(scopes), createdAt: createdAt.toISOString(), expiresAt: iso(expiresAt) };
+}
+
+/** Each user's own tokens: a token makes only tokens that can do no more, and live no longer, than itself. */
+export function tokenRoutes({ tokens, limits, body: bodyLimits, notes, clock }: TokenRoutesDeps) {
+  return new Elysia({ prefix: "/tokens", tags: ["tokens"] })
+    .use(bearerAuth(tokens, limits, notes))
+    .model({ ...tokenModels, ...errorModels })
+    .post(
+      "",
+      async ({ body, user, set }) => {
+        const scopes = scopeBits(body.scopes);
+        const beyond = scopeNames(scopes & ~user.scopes);
+        if (beyond.length > 0) {
+          throw new HttpError(403, `scopes: this token does not have ${beyond.join(", ")}, so cannot give it`);
+        }
+        const expiresAt =
+          body.expiresInDays === undefined ? user.expiresAt : expiryAfterDays(clock(), body.expiresInDays);
+        if (user.expiresAt !== null && (expiresAt as number) > user.expiresAt) {
+          throw new HttpError(403, "expiresInDays: the new token would outlive this one; ask for fewer days");
+        }
+        const created = await tokens.create(user.id, { name: body.name, scopes, expiresAt });
+        if (created === "too-many") {
+          throw new HttpError(409, "You already have 100 unrevoked tokens, the most allowed; revoke one first");
+        }
+        set.status = 201;
+        return { ...entry(created), token: created.token };
+      },
+      {
+        scope: "tokens",
+        ...jsonBody(bodyLimits),
+        body: "NewToken",
+        detail: {
+          summary: "Make a token",
+          description:
+            "A new token of yours, with some or all of this token's scopes and an expiry no later than its own. " +
+            "The secret is in the answer only: store it.",
+          operationId: "addToken",
+          responses: {
+            201: modelResponse("The token, with its secret", "CreatedToken"),
+            ...routeErrors({
+              400: "The body breaks a rule of NewToken (the message names the field): `name` not 1 to 100 characters, `scopes` not a non-empty array of distinct scopes, `expiresInDays` not an integer from 1 to 3650",
+              403: "This token lacks the `tokens` scope, or one of the scopes asked for, or the new token would outlive it",
+              409: "You already have 100 unrevoked tokens, the most allowed; revoke one first",
+            }),
+            ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
+          },
+        },
+      },
+    )
+    .get(
+      "",
+      async ({ user }) =>
+        (await tokens.list(user.id)).map((token) => ({
+          ...entry(token),
+          lastUsedAt: iso(token.lastUsedAt),
+          revokedAt: iso(token.revokedAt),
+          current: token.id === user.tokenId,
+        })),
+      {
+        scope: "tokens",
+        detail: {
+          summary: "List your tokens",
+          description: "Every token of yours, oldest first, revoked ones included; never a secret.",
+          operationId: "listTokens",
+          responses: {
+            200: modelResponse("Your tokens, oldest first", "Token", { array: true }),
+            ...errorResponses(401, 429, 500, 503),
+          },
+        },
+      },
+    )
+    .delete(
+      "/:id",
+      async ({ params, user, set }) => {
+        if ((await tokens.revoke(Number(params.id), user.id)) === "not-found") {
+          throw new HttpError(404, "id: you have no token with this id");
+        }
+        set.status = 204;
+      },
+      {
+        scope: "tokens",
+        params: tokenIdParams,
+        detail: {
+          summary: "Revoke one of your tokens",
+          description: "From the next request on, on every instance; this one included. Revoking twice is no error.",
+          operationId: "revokeToken",
+          responses: {
+            204: { description: "Revoked" },
+            ...routeErrors({ 400: BAD_ID, 404: NO_SUCH_TOKEN }),
+            ...errorResponses(401, 429, 500, 503, 507),
+          },
+        },
+      },
+    );
+}
