@@ -47,10 +47,8 @@ async function createToken({ user, scope, "expires-in-days": days }: CommandValu
   const spec = tokenSpec(scope, days);
   const issued = await withStores(({ tokens }) => tokens.issue(user, spec));
   const expiry = spec.expiresAt === null ? "never expires" : `expires ${iso(new Date(spec.expiresAt))}`;
-  console.log(
-    `Created token ${issued.id} for user "${issued.user}" (${scopeNames(spec.scopes).join(" ")}; ${expiry}).`,
-  );
-  console.log("It is shown only this once:");
+  const what = `${scopeNames(spec.scopes).join(" ")}; ${expiry}`;
+  console.log(`Created token ${issued.id} for user "${issued.user}" (${what}). It is shown only this once:`);
   console.log(issued.token);
   return 0;
 }

@@ -94,6 +94,8 @@ function pathWithoutPgDump(): string {
   return bin;
 }
 
+const EVERY_SCOPE = "(plants:read plants:write webhooks tokens; never expires)";
+
 describe.if(onPostgres)("bun run cli token on PostgreSQL", () => {
   test("create, list and revoke: secrets shown once and never listed, revoked tokens shown as revoked", async () => {
     const url = await freshPostgresDatabase();
@@ -101,11 +103,11 @@ describe.if(onPostgres)("bun run cli token on PostgreSQL", () => {
     expect(alice.stderr).toBe("");
     expect(alice.code).toBe(0);
     const [aliceSays, aliceToken] = lines(alice.stdout);
-    expect(aliceSays).toBe('Created token 1 for user "alice". It is shown only this once:');
+    expect(aliceSays).toBe(`Created token 1 for user "alice" ${EVERY_SCOPE}. It is shown only this once:`);
     expect(aliceToken).toMatch(TOKEN);
     const bob = await cli(["token", "create", "--user=bob"], url);
     expect(lines(bob.stdout)).toEqual([
-      'Created token 2 for user "bob". It is shown only this once:',
+      `Created token 2 for user "bob" ${EVERY_SCOPE}. It is shown only this once:`,
       expect.any(String),
     ]);
 
@@ -113,9 +115,13 @@ describe.if(onPostgres)("bun run cli token on PostgreSQL", () => {
     expect(listed.code).toBe(0);
     expect(listed.stdout).not.toMatch(/pst_/);
     expect(lines(listed.stdout)).toEqual([
-      expect.stringMatching(/^ID +USER +CREATED +LAST USED +STATUS$/),
-      expect.stringMatching(/^1 +alice +\d{4}-\d\d-\d\dT[\d:.]+Z +- +active$/),
-      expect.stringMatching(/^2 +bob +\d{4}-\d\d-\d\dT[\d:.]+Z +- +active$/),
+      expect.stringMatching(/^ID +USER +NAME +SCOPES +CREATED +EXPIRES +LAST USED +STATUS$/),
+      expect.stringMatching(
+        /^1 +alice +cli +plants:read plants:write webhooks tokens +\d{4}-\d\d-\d\dT[\d:.]+Z +- +- +active$/,
+      ),
+      expect.stringMatching(
+        /^2 +bob +cli +plants:read plants:write webhooks tokens +\d{4}-\d\d-\d\dT[\d:.]+Z +- +- +active$/,
+      ),
     ]);
 
     expect(lines((await cli(["token", "revoke", "1"], url)).stdout)).toEqual(["Token 1 revoked."]);
@@ -127,8 +133,8 @@ describe.if(onPostgres)("bun run cli token on PostgreSQL", () => {
     const after = await cli(["token", "list"], url);
     expect(after.stdout).not.toMatch(/pst_/);
     expect(lines(after.stdout).slice(1)).toEqual([
-      expect.stringMatching(/^1 +alice +\S+ +- +revoked \d{4}-\d\d-\d\dT[\d:.]+Z$/),
-      expect.stringMatching(/^2 +bob +\S+ +- +active$/),
+      expect.stringMatching(/^1 +alice +cli +[a-z: ]+ +\S+ +- +- +revoked \d{4}-\d\d-\d\dT[\d:.]+Z$/),
+      expect.stringMatching(/^2 +bob +cli +[a-z: ]+ +\S+ +- +- +active$/),
     ]);
     // The database holds the hash of each secret, never the secret.
     const stored = await withSql(url, (sql) => sql`SELECT hash FROM tokens ORDER BY id`);
