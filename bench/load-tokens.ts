@@ -3,8 +3,11 @@
  * how many per user the bench needs, and issuing them through the service's own stores
  * (src/db/open.ts) on a side's database (one CLI start-up per token would take minutes).
  */
+import { Database } from "bun:sqlite";
 import { loadConfig } from "../src/config";
+import { generateToken, hashToken } from "../src/core/tokens";
 import { openStores } from "../src/db/open";
+import { BARE_SCHEMA } from "./baseline/db";
 import { ROUNDS, SECONDS, TOKENS } from "./options";
 import type { LoadTokens } from "./rounds";
 import { SCENARIOS } from "./rounds";
@@ -41,5 +44,32 @@ export async function issueLoadTokens(database: string, perUser: number): Promis
     return { a: await issue("bench-a"), b: await issue("bench-b") };
   } finally {
     await stores.close();
+  }
+}
+
+/**
+ * The bare floor's users and tokens (its plain schema has no migrations for the CLI to find):
+ * written straight into its file, the schema made first. One token per user for the checks and
+ * `perUser` more for the load, as issueLoadTokens gives the others.
+ */
+export function bareFloorTokens(path: string, perUser: number): { pair: [string, string]; load: LoadTokens } {
+  const sqlite = new Database(path, { create: true, strict: true });
+  try {
+    for (const statement of BARE_SCHEMA) sqlite.run(statement);
+    const addUser = sqlite.prepare<{ id: number }, [string]>("INSERT INTO users (name) VALUES (?) RETURNING id");
+    const addToken = sqlite.prepare("INSERT INTO tokens (user_id, hash, created_at) VALUES (?, ?, ?)");
+    const issue = (user: string, count: number) => {
+      const id = addUser.get(user)?.id as number;
+      return Array.from({ length: count }, () => {
+        const token = generateToken();
+        addToken.run(id, hashToken(token), Date.now());
+        return token;
+      });
+    };
+    const [a, ...loadA] = issue("bench-a", perUser + 1);
+    const [b, ...loadB] = issue("bench-b", perUser + 1);
+    return { pair: [a as string, b as string], load: { a: loadA, b: loadB } };
+  } finally {
+    sqlite.close();
   }
 }

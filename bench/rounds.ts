@@ -6,8 +6,8 @@
  * reversed every other round), so they see much the same background load.
  */
 import { runBehaviourChecks } from "./checks";
-import { ROUNDS } from "./options";
-import { fail, fmt, median, seedOverHttp } from "./targets";
+import { ROUNDS, SECONDS } from "./options";
+import { cpuSeconds, fail, fmt, median, seedOverHttp } from "./targets";
 import { type WrkResult, wrk } from "./wrk";
 
 export const SEED_PER_USER = 1000;
@@ -18,7 +18,7 @@ export type Scenario = (typeof SCENARIOS)[number];
  * also bench/compare.ts) or delete (bench/compare.ts, over plants it seeds first).
  */
 export type LoadScenario = Scenario | "update" | "delete";
-export type Figure = "rps" | "p50" | "p99";
+export type Figure = "rps" | "p50" | "p99" | "cpuUs";
 
 /** Two users' tokens: wrk's threads alternate between them. */
 export type TokenPair = [string, string];
@@ -58,6 +58,8 @@ export function spreadLoad(
 export interface Contender<Name extends string> {
   name: Name;
   run(scenario: Scenario, idBase: number): Promise<WrkResult>;
+  /** The serving process: its CPU time (all threads, /proc) over a run, per request answered, is `cpuUs`. */
+  pid?: number;
 }
 
 export type Results<Name extends string> = Record<Name, Record<Scenario, WrkResult[]>>;
@@ -102,10 +104,15 @@ export async function runRounds<Name extends string>(contenders: Contender<Name>
     for (const scenario of SCENARIOS) {
       for (const contender of order) {
         idBase += 1_000_000_000;
+        const cpuBefore = contender.pid === undefined ? undefined : cpuSeconds(contender.pid);
         const result = await contender.run(scenario, idBase);
+        const cpuAfter = contender.pid === undefined ? undefined : cpuSeconds(contender.pid);
+        if (cpuBefore !== undefined && cpuAfter !== undefined) {
+          result.cpuUs = (1e6 * (cpuAfter - cpuBefore)) / (result.rps * SECONDS);
+        }
         results[contender.name][scenario].push(result);
         console.log(
-          `round ${round} ${scenario.padEnd(5)} ${contender.name.padEnd(width)} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  non-2xx ${result.non2xx}  socket errors ${result.errors}`,
+          `round ${round} ${scenario.padEnd(5)} ${contender.name.padEnd(width)} ${fmt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50, 2)} ms  p99 ${fmt(result.p99, 2)} ms  CPU ${fmt(result.cpuUs ?? Number.NaN, 1)} µs/request  non-2xx ${result.non2xx}  socket errors ${result.errors}`,
         );
       }
     }
@@ -119,7 +126,7 @@ export function ratio(value: number, baseline: number) {
 
 /** The median over rounds of one contender's figure. */
 export const figure = <Name extends string>(results: Results<Name>, name: Name, scenario: Scenario, key: Figure) =>
-  median(results[name][scenario].map((r) => r[key]));
+  median(results[name][scenario].map((r) => r[key] ?? Number.NaN));
 
 /** The median over rounds of `name` / `baseline` within each round. */
 export const pairedRatio = <Name extends string>(
@@ -128,7 +135,12 @@ export const pairedRatio = <Name extends string>(
   baseline: Name,
   scenario: Scenario,
   key: Figure,
-) => median(results[name][scenario].map((r, i) => ratio(r[key], (results[baseline][scenario][i] as WrkResult)[key])));
+) =>
+  median(
+    results[name][scenario].map((r, i) =>
+      ratio(r[key] ?? Number.NaN, (results[baseline][scenario][i] as WrkResult)[key] ?? Number.NaN),
+    ),
+  );
 
 /** Non-2xx answers and socket errors over every round of a scenario. */
 export const errorCount = <Name extends string>(results: Results<Name>, name: Name, scenario: Scenario) =>

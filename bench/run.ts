@@ -1,12 +1,13 @@
 /**
  * `bun run bench`: the service against bench/baseline/ on the same machine and load, in
- * alternating rounds, every figure a ratio. Five contenders: the service with default settings
- * (the access log on) and with LOG_LEVEL=warn, the like-for-like baseline (the same logging and
- * metrics work, table A: what the framework and the ORM cost), the bare floor (no access
- * log, metrics or request ids, table B: what the service costs in all) and the usual pick,
- * Fastify + better-sqlite3 on Node (table D, bench/usual-pick.ts). The service runs with its
- * default per-token rate limit, so every side's load turns over as many tokens per user
- * (bench/load-tokens.ts), issued on its own database.
+ * alternating rounds, every figure a ratio. Seven contenders: the service with default settings
+ * (the access log on), with LOG_LEVEL=warn and with the rate limit on, the like-for-like baseline (the same logging and
+ * metrics work, table A: what the framework and the ORM cost), the project's floor (no access
+ * log, metrics or request ids, table B: what the service costs in all), the bare floor and the usual pick,
+ * Fastify + better-sqlite3 on Node (table D, bench/usual-pick.ts), and table E (bench/two-floors-report.ts): the
+ * bare floor on a plain schema against the project's floor, the service and Fastify, with server CPU
+ * per request. The service runs with the per-token rate limit off, and on beside it (service-limit),
+ * so every side's load turns over as many tokens per user (bench/load-tokens.ts), issued on its own database.
  *
  * Then the service sides alone: the update scenario (PATCH with If-Match) against the create
  * scenario, in alternating rounds of their own (bench/update.ts). Then, the service alone: the read and page scenarios on a 1,000,000-plant store against the
@@ -27,7 +28,7 @@ import { changeStreamsScenario, printChangeStreams } from "./change-streams";
 import { coldStarts } from "./cold-start";
 import { floorReport, floorTargets } from "./floor-report";
 import { largeStoreCheck, largeStoreVerdicts, printLargeStore } from "./large-store";
-import { issueLoadTokens, tokensPerUser } from "./load-tokens";
+import { bareFloorTokens, issueLoadTokens, tokensPerUser } from "./load-tokens";
 import { BIG_LIST, CHANGE_STREAMS, CONNECTIONS, ENGINE, LARGE, ROUNDS, SECONDS, WEBHOOK_BUDGET } from "./options";
 import { type LoadTokens, readyForLoad, runRounds, SEED_PER_USER, spreadLoad, type TokenPair } from "./rounds";
 import {
@@ -41,6 +42,7 @@ import {
   type TargetName,
   target,
 } from "./targets";
+import { twoFloorsReport } from "./two-floors-report";
 import { printUpdateVsCreate, updateVsCreate } from "./update";
 import { ensureFastifyInstalled, printUsualPick } from "./usual-pick";
 import { printWebhookBudget, webhookBudgetScenario } from "./webhook-budget";
@@ -61,6 +63,7 @@ async function main() {
     >;
     const tokens = {} as Record<TargetName, TokenPair>;
     for (const { name } of TARGETS) {
+      if (name === "bare") continue;
       tokens[name] = [
         await cli(["token", "create", "--user", "bench-a"], paths[name]),
         await cli(["token", "create", "--user", "bench-b"], paths[name]),
@@ -71,9 +74,13 @@ async function main() {
     const running = {} as Record<TargetName, Running>;
     running.baseline = await startTarget(target("baseline"), paths.baseline);
     const warmRps = await readyForLoad("baseline", running.baseline.url, tokens.baseline);
+    // Only service-limit is limited; every side's load turns over as many tokens all the same.
     const perUser = tokensPerUser(warmRps, { limitedLoad: 1, contenders: TARGETS.length });
     const load = {} as Record<TargetName, LoadTokens>;
-    for (const { name } of TARGETS) load[name] = await issueLoadTokens(paths[name], perUser);
+    for (const { name } of TARGETS) {
+      if (name !== "bare") load[name] = await issueLoadTokens(paths[name], perUser);
+    }
+    ({ pair: tokens.bare, load: load.bare } = bareFloorTokens(paths.bare, perUser));
     console.log(`load tokens: ${perUser} per user on every side (warm-up ${Math.round(warmRps)} req/s)`);
     for (const { name } of TARGETS) {
       if (name === "baseline") continue;
@@ -84,6 +91,7 @@ async function main() {
     const results = await runRounds(
       TARGETS.map(({ name }) => ({
         name,
+        pid: running[name].pid,
         run: (scenario, idBase) => spreadLoad(running[name].url, scenario, load[name], idBase),
       })),
     );
@@ -104,7 +112,7 @@ async function main() {
       `\nPlant Store vs bench/baseline/ — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
     console.log(
-      `\nA. Like for like — service: \`bun --max-http-header-size=16384 src/index.ts\` (what \`bun run start\` runs) with its defaults: synchronous=FULL with group commit, access log on, the per-token rate limit on (RATE_LIMIT_PER_MINUTE=${DEFAULT_RATE_LIMIT}, the default); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work, no rate limit; every side's load turns over ${perUser} tokens per user\n`,
+      `\nA. Like for like — service: \`bun --max-http-header-size=16384 src/index.ts\` (what \`bun run start\` runs) with its defaults: synchronous=FULL with group commit, access log on, the per-token rate limit off (service-limit: on, RATE_LIMIT_PER_MINUTE=${DEFAULT_RATE_LIMIT}, the default); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work, no rate limit; every side's load turns over ${perUser} tokens per user\n`,
     );
     const tableA = baselineReport(results, rss, direct);
     console.log(`\n${tagIndexNote(paths)}`);
@@ -117,8 +125,12 @@ async function main() {
     );
     const tableC = printUpdateVsCreate(updates);
     printUsualPick(results, rss);
-    const verdicts = [...tableA.verdicts, ...tableB.verdicts, ...tableC.verdicts];
-    let allMet = tableA.allMet && tableB.allMet && tableC.allMet;
+    console.log(
+      "\nE. Two floors, the service and the usual pick — every ratio to the bare floor (a plain plants/tokens schema: bench/baseline/ with BASELINE_SCHEMA=bare and BASELINE_BARE=1, synchronous=NORMAL); the project floor is the same on the service's migrations; the service with its defaults and the rate limit off, and with it on beside\n",
+    );
+    const tableE = twoFloorsReport(results, rss);
+    const verdicts = [...tableA.verdicts, ...tableB.verdicts, ...tableC.verdicts, ...tableE.verdicts];
+    let allMet = tableA.allMet && tableB.allMet && tableC.allMet && tableE.allMet;
 
     if (LARGE) {
       const large = await largeStoreCheck(dir);

@@ -17,6 +17,8 @@ export interface WrkResult {
   bytesPerResponse: number;
   /** What the script's done() printed as `key=value` words on a line of its own, if anything. */
   counts: Record<string, number>;
+  /** Server CPU µs per request, when the caller measured it (bench/rounds.ts). */
+  cpuUs?: number;
 }
 
 const toMs = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit] ?? Number.NaN);

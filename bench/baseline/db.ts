@@ -38,6 +38,26 @@ function migrate(sqlite: Database): void {
   })();
 }
 
+/**
+ * The bare floor's schema (BASELINE_SCHEMA=bare): what the floor's statements need and nothing
+ * more, no covering index, no foreign keys, so the bench can tell what the service's schema costs
+ * (its migrations, against this) from what its code costs.
+ */
+export const BARE_SCHEMA = [
+  "CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)",
+  `CREATE TABLE IF NOT EXISTS tokens (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL, last_used_at INTEGER, revoked_at INTEGER)`,
+  `CREATE TABLE IF NOT EXISTS plants (owner_id INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT NOT NULL, tag TEXT,
+    PRIMARY KEY (owner_id, id))`,
+];
+
+function schemaSetting(): "service" | "bare" {
+  const value = process.env.BASELINE_SCHEMA?.trim() || "service";
+  if (value !== "service" && value !== "bare")
+    throw new Error(`BASELINE_SCHEMA must be service or bare, not "${value}"`);
+  return value;
+}
+
 /** Same pragmas as src/db/client.ts; `synchronous` defaults to NORMAL here (the bench may pass FULL). */
 export function openDatabase(path: string, synchronousSetting: string | undefined): Database {
   const synchronous = (synchronousSetting?.trim() || "NORMAL").toUpperCase();
@@ -50,7 +70,8 @@ export function openDatabase(path: string, synchronousSetting: string | undefine
     if (path !== ":memory:") sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run(`PRAGMA synchronous = ${synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
-    migrate(sqlite);
+    if (schemaSetting() === "bare") for (const statement of BARE_SCHEMA) sqlite.run(statement);
+    else migrate(sqlite);
     // Fails now, with SQLITE_READONLY, rather than at the first write a client sends.
     sqlite.run("BEGIN IMMEDIATE");
     sqlite.run("ROLLBACK");

@@ -9,6 +9,9 @@
  * service with RATE_LIMIT_PER_MINUTE=0), CORS (off by default in the service), `after` and `tag`
  * (the bench lists first pages only) and /swagger. `/healthz` answers `{"status":"ok"}`.
  *
+ * With BASELINE_SCHEMA=bare it makes its own plain plants/tokens/users tables (./db.ts) instead
+ * of the service's migrations: `bun run bench` runs the bare floor so, to tell what the schema costs.
+ *
  * With BASELINE_BARE=1 (`bun run bench:floor`) it skips ./observe.ts's work, the same checks
  * and statements without the request id, access log or metrics: the bench's floor, what no
  * framework and no observability cost.
