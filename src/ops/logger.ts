@@ -42,6 +42,32 @@ function accessText(level: "info" | "error", line: AccessLine): string {
   return `{"level":"${level}","time":"${new Date().toISOString()}"${field("reqId", line.reqId)}${field("method", line.method)}${field("route", line.route)},"status":${line.status},"ms":${line.ms}${field("userId", line.userId)}${field("client", line.client)}${field("path", line.path)},"msg":"request"}\n`;
 }
 
+/** Characters gathered before they are handed on together. */
+const BATCH_CHARS = 4096;
+
+/**
+ * Lines handed to sonic-boom a batch at a time: it measures the bytes of its whole pending
+ * string on every write, a cost per line that grows with the backlog (decision 0013).
+ */
+function batched(out: LineSink) {
+  let pending: string[] = [];
+  let size = 0;
+  const release = () => {
+    if (pending.length === 0) return;
+    out.write(pending.join(""));
+    pending = [];
+    size = 0;
+  };
+  return {
+    write(line: string) {
+      pending.push(line);
+      size += line.length;
+      if (size >= BATCH_CHARS) release();
+    },
+    release,
+  };
+}
+
 /** pino's options for lines shaped `{"level":"info","time":"<ISO>",…fields,"msg":"…"}`. */
 function options(level: LogLevel): pino.LoggerOptions {
   return {
@@ -69,12 +95,18 @@ function options(level: LogLevel): pino.LoggerOptions {
 /** JSON lines on stdout (buffered; `flush` before exit), or pino-pretty's lines, loaded only then. */
 export async function createLogger({ level, format, destination }: LoggerOptions) {
   const stdout = destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  if (stdout) setInterval(() => stdout.flush(), FLUSH_EVERY_MS).unref();
-  let stream: LineSink = destination ?? (stdout as LineSink);
-  if (format === "pretty" && stdout) {
+  const lines = stdout && batched(stdout);
+  if (stdout && lines) {
+    setInterval(() => {
+      lines.release();
+      stdout.flush();
+    }, FLUSH_EVERY_MS).unref();
+  }
+  let stream: LineSink = destination ?? (lines as LineSink);
+  if (format === "pretty" && lines) {
     const { prettyFactory } = await import("pino-pretty");
     const pretty = prettyFactory({ translateTime: "SYS:HH:MM:ss.l", colorize: process.stdout.isTTY });
-    stream = { write: (line) => stdout.write(pretty(line)) };
+    stream = { write: (line) => lines.write(pretty(line)) };
   }
   const logger = pino(options(level), stream);
   const infoOn = logger.isLevelEnabled("info");
@@ -85,6 +117,7 @@ export async function createLogger({ level, format, destination }: LoggerOptions
   };
   const flush = async () => {
     if (!stdout) return;
+    lines?.release();
     const written = new Promise<void>((resolve) => stdout.flush(() => resolve()));
     await Promise.race([written, Bun.sleep(FLUSH_WAIT_MS)]);
   };
