@@ -35,15 +35,27 @@ import { issueLoadTokens, tokensPerUser } from "./load-tokens";
 import { CHANGE_STREAMS, CONNECTIONS, ROUNDS, SECONDS } from "./options";
 import { type ClusterFacts, POSTGRES_CONTENDERS, type PostgresContender, postgresReport } from "./postgres-report";
 import {
+  figure,
   type LoadTokens,
   readyForLoad,
   runRounds,
+  SCENARIOS,
   type Scenario,
   SEED_PER_USER,
   spreadLoad,
   type TokenPair,
 } from "./rounds";
-import { cli, fail, onFail, POSTGRES_TARGETS, peakRssKiB, type Running, startTarget, type Target } from "./targets";
+import {
+  cli,
+  fail,
+  fmt,
+  onFail,
+  POSTGRES_TARGETS,
+  peakRssKiB,
+  type Running,
+  startTarget,
+  type Target,
+} from "./targets";
 import type { WrkResult } from "./wrk";
 
 const {
@@ -180,7 +192,26 @@ export async function postgresBench(): Promise<void> {
       "2 baselines": split(baseline, baseline2, load.baseline),
       "2 instances": split(first, second, load.service),
     };
-    const results = await runRounds<PostgresContender>(POSTGRES_CONTENDERS.map((name) => ({ name, run: runs[name] })));
+    // One process each: their CPU per request is read from /proc (the two-instance sides have two).
+    const pids: Partial<Record<PostgresContender, number>> = {
+      baseline: baseline.pid,
+      "1 instance": first.pid,
+      "1 instance, limit off": limitOff.pid,
+      floor: floor.pid,
+      "1 instance, warn": quiet.pid,
+    };
+    const results = await runRounds<PostgresContender>(
+      POSTGRES_CONTENDERS.map((name) => ({ name, run: runs[name], pid: pids[name] })),
+    );
+    const cpu = (name: PostgresContender) =>
+      SCENARIOS.map((scenario) => fmt(figure(results, name, scenario, "cpuUs"), 1)).join(" / ");
+    console.log(
+      `\nServer CPU µs per request, read / write / mix (median of rounds; the PostgreSQL cluster's own CPU not counted): ${Object.keys(
+        pids,
+      )
+        .map((name) => `${name} ${cpu(name as PostgresContender)}`)
+        .join("; ")}`,
+    );
 
     const facts = await clusterFacts(cluster.url);
     const rss = {
