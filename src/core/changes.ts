@@ -29,8 +29,11 @@ export interface ChangeStore {
   read(ownerId: number, after: bigint, count: number): Promise<ChangePage>;
   /** Up to `count` changes of any owner after `after`: the live feed's one read per wake-up. */
   readAll(after: number, count: number): Promise<Change[]>;
-  /** Resolves once every change committed before the call can be read (PostgreSQL stamps what waits). */
-  settle(): Promise<void>;
+  /**
+   * Resolves once every change committed before the call can be read (PostgreSQL stamps what
+   * waits; `joinScheduled`: with the stamp a write already scheduled, if there is one).
+   */
+  settle(joinScheduled?: boolean): Promise<void>;
   /** The newest seq of any owner: where the live feed starts. */
   newest(): Promise<number>;
   /** Removes up to `count` of the oldest changes written before `before` (ms), never the newest one. */

@@ -59,7 +59,7 @@ export function createFanOut(webhooks: WebhookStore, changes: ChangeStore) {
   return {
     /** Endpoints taking attempts get their new changes, up to `budget` in all; how many were taken. */
     async due(circuitFailures: number, budget = 1_000): Promise<number> {
-      await changes.settle();
+      await changes.settle(true);
       let taken = 0;
       for (const endpoint of await webhooks.behind({ count: ENDPOINTS_PER_PASS, circuitFailures })) {
         if (taken >= budget) break;

@@ -26,7 +26,8 @@ type Row = Record<string, unknown> & { type: Change["type"] };
 export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeStore & { logged(): void } {
   let running: Promise<void> | undefined;
   let again: Promise<void> | undefined;
-  let stampDue: ReturnType<typeof setTimeout> | undefined;
+  /** The stamp a write scheduled, until it has run. */
+  let scheduled: Promise<void> | undefined;
   const localWatchers = new Set<() => void>();
 
   async function stampAll(): Promise<void> {
@@ -95,18 +96,25 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
         await subscription.unlisten();
       };
     },
-    /** Stamps what waits in the inbox, now. */
-    settle: stampWaiting,
+    /**
+     * Stamps what waits in the inbox, now; or, `joinScheduled`, with the stamp a write here has
+     * scheduled: the dispatcher, woken by each stamp's NOTIFY, would otherwise run a stamp of its
+     * own per wake while writes go on, one after another.
+     */
+    settle: (joinScheduled = false) => (joinScheduled && scheduled) || stampWaiting(),
     /** Writes that commit within STAMP_SPACING_MS of each other share a stamp. */
     logged() {
-      if (stampDue) return;
-      stampDue = setTimeout(() => {
-        stampDue = undefined;
-        stamp().catch((error) =>
-          log("stamping the change log failed; the next read or write stamps it", faultDetail(error)),
-        );
-      }, STAMP_SPACING_MS);
-      stampDue.unref();
+      scheduled ??= new Promise<void>((resolve) => {
+        const due = setTimeout(() => {
+          scheduled = undefined;
+          stamp()
+            .catch((error) =>
+              log("stamping the change log failed; the next read or write stamps it", faultDetail(error)),
+            )
+            .finally(resolve);
+        }, STAMP_SPACING_MS);
+        due.unref();
+      });
     },
   };
 }
