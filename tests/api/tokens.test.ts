@@ -171,6 +171,16 @@ describe("tokens over the API", () => {
     await minted(bob, { name: "bob's", scopes: ["tokens"] });
   });
 
+  test("mints racing at the limit never pass 100 unrevoked tokens", async () => {
+    for (let i = 0; i < 94; i++) await t.tokens.issue("alice");
+    const racing = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => mint(admin, { name: `racer ${i}`, scopes: ["tokens"] })),
+    );
+    expect(racing.map((response) => response.status).sort()).toEqual([...Array(5).fill(201), ...Array(7).fill(409)]);
+    const list = (await (await t.call("GET", "/tokens", { token: admin })).json()) as unknown[];
+    expect(list).toHaveLength(100);
+  });
+
   test("DELETE /tokens/{id} revokes one of the user's tokens from the next request; 404 for another's or an unknown id", async () => {
     const child = await minted(admin, { name: "c", scopes: ["plants:read"] });
     const bob = await t.tokenFor("bob");

@@ -113,9 +113,10 @@ export const TOKEN_SQL = {
   userByName: "SELECT id FROM users WHERE name = $1",
   insertToken: `INSERT INTO tokens (${TOKEN_COLUMNS}) VALUES ($1, $2, $3::timestamptz, $4, $5, $6::timestamptz)
     RETURNING id`,
-  /** Under the user's row lock, so two instances cannot both pass the count. */
-  createToken: `WITH owner AS (SELECT id FROM users WHERE id = $1 FOR UPDATE)
-    INSERT INTO tokens (${TOKEN_COLUMNS}) SELECT id, $2, $3::timestamptz, $4, $5, $6::timestamptz FROM owner
+  /** Taken first, in createToken's transaction: two mints (on any instance) count one after the other. */
+  lockUser: "SELECT id FROM users WHERE id = $1 FOR UPDATE",
+  /** A statement of its own after lockUser, so its snapshot sees a mint that held the lock before. */
+  createToken: `INSERT INTO tokens (${TOKEN_COLUMNS}) SELECT $1, $2, $3::timestamptz, $4, $5, $6::timestamptz
     WHERE (SELECT count(*) FROM tokens WHERE user_id = $1 AND revoked_at IS NULL) < $7 RETURNING id`,
   /** Every token, or user $1's, or only token $2. */
   list: `SELECT ${TOKEN_FIELDS} FROM tokens t JOIN users u ON u.id = t.user_id

@@ -70,7 +70,10 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
       const token = generateToken();
       const now = new Date(clock()).toISOString();
       const params = [userId, hashToken(token), now, spec.name, spec.scopes, iso(spec.expiresAt), MAX_TOKENS_PER_USER];
-      const [row] = (await client.unsafe(TOKEN_SQL.createToken, params)) as Array<{ id: number }>;
+      const [row] = (await client.begin(async (tx) => {
+        await tx.unsafe(TOKEN_SQL.lockUser, [userId]);
+        return tx.unsafe(TOKEN_SQL.createToken, params);
+      })) as Array<{ id: number }>;
       if (!row) return "too-many";
       const [created] = (await client.unsafe(TOKEN_SQL.list, [userId, row.id])) as TokenListing[];
       if (!created) throw new Error("the new token's row was not found");
