@@ -7,7 +7,13 @@ export const plural = (count: number, noun: string) => `${count} ${noun}${count 
 
 export const iso = (date: Date | null) => (date ? date.toISOString() : "-");
 
-export function table(rows: string[][]): string {
+/** Control characters written as \uXXXX: a cell (a token's name) must not drive the operator's terminal. */
+const shown = (cell: string) =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: they are what is replaced.
+  cell.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+export function table(cells: string[][]): string {
+  const rows = cells.map((row) => row.map(shown));
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
   return rows
     .map((row) =>

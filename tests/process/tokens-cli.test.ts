@@ -143,6 +143,20 @@ describe("tokens from the CLI and over the API", () => {
   });
 });
 
+test("a token's name cannot drive the operator's terminal: token list writes control characters escaped", async () => {
+  const env = await environment();
+  const admin = await userFromCli(env, "alice");
+  const server = await started(env);
+  const name = "\u001b[2J\u001b[31mred\nsecond line\u009b";
+  const minted = await call(server, "POST", "/tokens", admin, { name, scopes: ["plants:read"] });
+  expect(minted.status).toBe(201);
+  const { id } = (await minted.json()) as { id: number };
+  const listing = await runCli(["token", "list"], env);
+  const controls = [...listing.stdout].filter((c) => c !== "\n" && (c < " " || (c >= "\u007f" && c <= "\u009f")));
+  expect(controls).toEqual([]);
+  expect(await listedRow(env, id)).toContain("\\u001b[2J\\u001b[31mred\\u000asecond line\\u009b");
+});
+
 describe.if(onPostgres)("tokens on two PostgreSQL instances", () => {
   test("a token made on one instance works on the other; revoked on one, it fails on the other from its next request", async () => {
     const env = await environment();
