@@ -11,6 +11,9 @@ export const errorModels = {
   ),
 };
 
+/** What a 400 for a malformed `{id}` path segment of an int32 id means (webhooks, tokens). */
+export const BAD_PATH_ID = "The path's id is not an integer from 1 to 2147483647";
+
 /** Statuses that mean the same on every route; the others each route states with `routeErrors`. */
 const SHARED_MEANINGS: Record<number, string> = {
   401: "No valid bearer token: none was sent, or it is unknown, revoked or expired (see WWW-Authenticate)",

@@ -4,11 +4,10 @@ import type { TokenListing, TokenStore } from "../core/stores";
 import { type Clock, expiryAfterDays, scopeBits, scopeNames } from "../core/tokens";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
+import { BAD_PATH_ID, errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
 import type { RequestNotes } from "../ops/request-id";
 import { tokenIdParams, tokenModels } from "./model";
 
-const BAD_ID = "The path's id is not an integer from 1 to 2147483647";
 const NO_SUCH_TOKEN = "You have no token with this id (another user's are not yours to see)";
 
 export interface TokenRoutesDeps {
@@ -111,7 +110,7 @@ export function tokenRoutes({ tokens, limits, body: bodyLimits, notes, clock }: 
           operationId: "revokeToken",
           responses: {
             204: { description: "Revoked" },
-            ...routeErrors({ 400: BAD_ID, 404: NO_SUCH_TOKEN }),
+            ...routeErrors({ 400: BAD_PATH_ID, 404: NO_SUCH_TOKEN }),
             ...errorResponses(401, 429, 500, 503, 507),
           },
         },

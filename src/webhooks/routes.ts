@@ -4,7 +4,7 @@ import type { FaultLog } from "../core/fault";
 import type { TokenStore, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
+import { BAD_PATH_ID, errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
 import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { RequestNotes } from "../ops/request-id";
@@ -16,7 +16,6 @@ import { newSecret } from "./signing";
 
 /** SPEC: at most 10 endpoints per user. */
 export const MAX_ENDPOINTS = 10;
-const BAD_ID = "The path's id is not an integer from 1 to 2147483647";
 const NO_SUCH_WEBHOOK = "You have no webhook endpoint with this id (another user's are not yours to see)";
 const DELIVERIES_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after"]);
 
@@ -125,7 +124,7 @@ export function webhookRoutes({
           operationId: "deleteWebhook",
           responses: {
             204: { description: "Deleted" },
-            ...routeErrors({ 400: BAD_ID, 404: NO_SUCH_WEBHOOK }),
+            ...routeErrors({ 400: BAD_PATH_ID, 404: NO_SUCH_WEBHOOK }),
             ...errorResponses(401, 429, 500, 503, 507),
           },
         },
@@ -167,7 +166,7 @@ export function webhookRoutes({
               },
             },
             ...routeErrors({
-              400: `${BAD_ID}, or \`limit\` or \`after\` is invalid, or another query parameter was given`,
+              400: `${BAD_PATH_ID}, or \`limit\` or \`after\` is invalid, or another query parameter was given`,
               404: NO_SUCH_WEBHOOK,
             }),
             ...errorResponses(401, 429, 500, 503),
