@@ -47,9 +47,9 @@ export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, o
       const peer = () => server.requestIP(request)?.address;
       const target = addressable(request);
       const result =
-        "refused" in target
+        target === undefined
           ? unaddressable(new Request("http://localhost/", { method: request.method }), peer)
-          : handle(target.request, peer, () => server.timeout(request, 1));
+          : handle(target, peer, () => server.timeout(request, 1));
       return result instanceof Promise
         ? result.then((response) => untimed(request, response))
         : closingIfDraining(result);

@@ -5,20 +5,18 @@ const MIN_PATH_START = 11;
 
 export const UNADDRESSABLE = "The request target must be a path such as /plants.";
 
-export type Addressed = { request: Request } | { refused: true };
-
-export function addressable(request: Request): Addressed {
+/** The request as Elysia can route it (itself, mostly), or undefined when its target has no path to route. */
+export function addressable(request: Request): Request | undefined {
   const url = request.url;
-  if (url.charCodeAt(0) === 47 /* "/" */) return { request: readdressed(request, url) };
-  const match = ROUTABLE_ORIGIN.exec(url);
-  if (!match) {
+  if (url.charCodeAt(0) === 47 /* "/" */) return readdressed(request, url);
+  if (!ROUTABLE_ORIGIN.test(url)) {
     // An absolute URL with a host Bun accepted but no URL parser would ("http://[::1/a").
     const path = /^[a-z]+:\/\/[^/]*(\/.*)$/i.exec(url)?.[1];
-    if (path === undefined) return { refused: true };
-    return { request: readdressed(request, path) };
+    return path === undefined ? undefined : readdressed(request, path);
   }
-  const pathStart = match[0].length - 1;
-  return { request: pathStart >= MIN_PATH_START ? request : readdressed(request, url.slice(pathStart)) };
+  // The origin matched: no "/" comes before its path's.
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  return pathStart >= MIN_PATH_START ? request : readdressed(request, url.slice(pathStart));
 }
 
 /** The same body stream: a wrapping `new Request(url, request)`, once cancelled, waits for the whole body. */

@@ -189,6 +189,8 @@ describe("metrics", () => {
       expect((await t.send("DELETE", "/plants/2", { token: alice })).status).toBe(204);
       expect((await t.send("DELETE", "/plants/77", { token: alice })).status).toBe(404);
       expect((await t.send("GET", "/plants?limit=1", { token: alice })).status).toBe(200);
+      // A path of its own is not counted under the pattern it also fits (/plants/:id).
+      expect((await t.send("GET", "/plants/changes?limit=0", { token: alice })).status).toBe(200);
       expect((await t.send("GET", "/no/such/path")).status).toBe(404);
 
       const response = t.metricsApp(new Request(`${BASE}/metrics`));
@@ -206,9 +208,10 @@ describe("metrics", () => {
       expect(count("DELETE", "/plants/:id", "404")).toBe(1);
       expect(count("GET", "/plants", "200")).toBe(1);
       expect(count("GET", "unmatched", "404")).toBe(1);
+      expect(count("GET", "/plants/changes", "200")).toBe(1);
       // Route patterns only: no concrete id, path or query ever becomes a label.
       const routes = new Set(samples.filter((s) => s.family.startsWith("http_")).map((s) => s.labels.route));
-      expect([...routes].filter(Boolean).sort()).toEqual(["/plants", "/plants/:id", "unmatched"]);
+      expect([...routes].filter(Boolean).sort()).toEqual(["/plants", "/plants/:id", "/plants/changes", "unmatched"]);
 
       const created = { method: "POST", route: "/plants", status: "200" };
       expect(sample(samples, "http_request_duration_seconds_count", created)?.type).toBe("histogram");
