@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { cpuSeconds, fail, fmt, median } from "./targets";
+import { cpuSeconds, fail, fmt, median, onFail } from "./targets";
 
 const LUA_DIR = join(import.meta.dir, "lua");
 const USAGE =
@@ -62,17 +62,19 @@ async function start(dir: string, env: Record<string, string>, store: string) {
   const token = async (user: string) =>
     (await run(["bun", "src/cli.ts", "token", "create", "--user", user], dir, database)).trim().split("\n").at(-1);
   const tokens = [await token("bench-a"), await token("bench-b")] as string[];
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  // Below Linux's ephemeral range (32768 on), where wrk's own sockets could hold the port.
+  const port = 10_000 + Math.floor(Math.random() * 20_000);
   const server = Bun.spawn(["taskset", "-c", "0", "bun", "src/index.ts"], {
     cwd: dir,
     env: { ...process.env, ...database, PORT: String(port), HOST: "127.0.0.1", RATE_LIMIT_PER_MINUTE: "0", ...env },
     stdout: "ignore",
     stderr: "inherit",
   });
+  onFail(() => server.kill("SIGKILL"));
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if ((await fetch(`${url}/healthz`).catch(() => undefined))?.ok) break;
-    if (i > 100) fail(`${dir}: the server did not answer`);
+    if (i > 200 || server.exitCode !== null) fail(`${dir}: the server did not answer`);
     await Bun.sleep(50);
   }
   return { server, url, tokens };

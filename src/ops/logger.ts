@@ -42,32 +42,57 @@ const field = (name: string, value: string | number | undefined) =>
  * 0013). The id and the route need no escaping: request-id.ts lets no other characters through
  * than [A-Za-z0-9._:/+=@-], and a route is one of the app's own patterns.
  */
-function accessText(level: "info" | "error", line: AccessLine): string {
-  return `{"level":"${level}","time":"${new Date().toISOString()}","reqId":"${line.reqId}","method":${JSON.stringify(line.method)},"route":"${line.route}","status":${line.status},"ms":${line.ms}${field("userId", line.userId)}${field("client", line.client)}${field("path", line.path)},"msg":"request"}\n`;
+function accessText(level: "info" | "error", line: AccessLine, time: string): string {
+  return `{"level":"${level}","time":"${time}","reqId":"${line.reqId}","method":${JSON.stringify(line.method)},"route":"${line.route}","status":${line.status},"ms":${line.ms}${field("userId", line.userId)}${field("client", line.client)}${field("path", line.path)},"msg":"request"}\n`;
 }
 
-/** Characters gathered before they are handed on together. */
-const BATCH_CHARS = 4096;
+/** A request's access line as its fields and its time, until its batch is written. */
+interface PendingAccess {
+  level: "info" | "error";
+  line: AccessLine;
+  at: number;
+}
+
+/** Characters gathered before they are handed on together: under sonic-boom's 16 KiB a write. */
+const BATCH_CHARS = 12 * 1024;
+/** What an access line is counted as until it is made into text. */
+const ACCESS_LINE_CHARS = 200;
 
 /**
- * Lines handed to sonic-boom a batch at a time: it measures the bytes of its whole pending
- * string on every write, a cost per line that grows with the backlog (decision 0013).
+ * Lines handed to sonic-boom a batch at a time (decision 0013): it measures the bytes of its whole
+ * pending string on every write. Access lines wait as fields and become text when their batch
+ * goes, one after another: made one per request, between each one's socket work, the same
+ * formatting costs several times more. `shown` turns every line into what is written.
  */
-function batched(out: LineSink) {
-  let pending: string[] = [];
+function batched(out: LineSink, shown: (line: string) => string = (line) => line) {
+  let pending: Array<string | PendingAccess> = [];
   let size = 0;
-  const release = () => {
+  function add(entry: string | PendingAccess, chars: number) {
+    pending.push(entry);
+    size += chars;
+    if (size >= BATCH_CHARS) release();
+  }
+  function release() {
     if (pending.length === 0) return;
-    out.write(pending.join(""));
+    const entries = pending;
     pending = [];
     size = 0;
-  };
+    let at = 0;
+    let time = "";
+    const text = entries.map((entry) => {
+      if (typeof entry === "string") return shown(entry);
+      if (entry.at !== at) {
+        at = entry.at;
+        time = new Date(at).toISOString();
+      }
+      return shown(accessText(entry.level, entry.line, time));
+    });
+    out.write(text.join(""));
+  }
   return {
-    write(line: string) {
-      pending.push(line);
-      size += line.length;
-      if (size >= BATCH_CHARS) release();
-    },
+    write: (line: string) => add(line, line.length),
+    access: (level: PendingAccess["level"], line: AccessLine) =>
+      add({ level, line, at: Date.now() }, ACCESS_LINE_CHARS),
     release,
   };
 }
@@ -99,25 +124,28 @@ function options(level: LogLevel): pino.LoggerOptions {
 /** JSON lines on stdout (buffered; `flush` before exit), or pino-pretty's lines, loaded only then. */
 export async function createLogger({ level, format, destination }: LoggerOptions) {
   const stdout = destination ? undefined : pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  const lines = stdout && batched(stdout);
+  let pretty: ((line: string) => string) | undefined;
+  if (format === "pretty" && stdout) {
+    const { prettyFactory } = await import("pino-pretty");
+    pretty = prettyFactory({ translateTime: "SYS:HH:MM:ss.l", colorize: process.stdout.isTTY });
+  }
+  const lines = stdout && batched(stdout, pretty);
   if (stdout && lines) {
     setInterval(() => {
       lines.release();
       stdout.flush();
     }, FLUSH_EVERY_MS).unref();
   }
-  let stream: LineSink = destination ?? (lines as LineSink);
-  if (format === "pretty" && lines) {
-    const { prettyFactory } = await import("pino-pretty");
-    const pretty = prettyFactory({ translateTime: "SYS:HH:MM:ss.l", colorize: process.stdout.isTTY });
-    stream = { write: (line) => lines.write(pretty(line)) };
-  }
+  const stream = destination ?? (lines as LineSink);
   const logger = pino(options(level), stream);
   const infoOn = logger.isLevelEnabled("info");
   const errorOn = logger.isLevelEnabled("error");
   const access = (line: AccessLine) => {
     const failed = line.status >= 500;
-    if (failed ? errorOn : infoOn) stream.write(accessText(failed ? "error" : "info", line));
+    if (!(failed ? errorOn : infoOn)) return;
+    const level = failed ? "error" : "info";
+    if (lines) lines.access(level, line);
+    else stream.write(accessText(level, line, new Date().toISOString()));
   };
   const flush = async () => {
     if (!stdout) return;
