@@ -59,22 +59,11 @@ const methodRank = (method: string) => {
   return rank < 0 ? METHOD_ORDER.length : rank;
 };
 
-/** The routes matching `path`; a path of its own (`/plants/changes`) hides the pattern it also fits (`/plants/:id`), as the router does. */
-function matching(routes: readonly RouteLike[], path: string) {
-  const found = compile(routes).filter((route) => route.pattern.test(path));
-  const own = found.filter((route) => !route.path.includes(":"));
-  return own.length > 0 ? own : found;
-}
-
-/** What a 405's Allow header lists. */
-export function allowedMethodsFor(routes: readonly RouteLike[], path: string): string[] {
-  const methods = matching(routes, path).map((route) => route.method);
-  return [...new Set(methods)].sort((a, b) => methodRank(a) - methodRank(b));
-}
-
-/** The route pattern of a path ("/plants/:id"), for logs and metrics. */
+/**
+ * The route pattern of a path ("/plants/:id"), for logs, metrics and a 405's Allow: a path of its
+ * own (`/plants/changes`) hides the pattern it also fits (`/plants/:id`), as the router does.
+ */
 export function routePatternFor(routes: readonly RouteLike[], path: string): string | undefined {
-  // matching()'s rule without its arrays: every request pays for this one.
   let pattern: string | undefined;
   for (const route of compile(routes)) {
     if (!route.pattern.test(path)) continue;
@@ -82,4 +71,13 @@ export function routePatternFor(routes: readonly RouteLike[], path: string): str
     pattern ??= route.path;
   }
   return pattern;
+}
+
+/** What a 405's Allow header lists: the methods routed for the path's pattern. */
+export function allowedMethodsFor(routes: readonly RouteLike[], path: string): string[] {
+  const pattern = routePatternFor(routes, path);
+  const methods = compile(routes)
+    .filter((route) => route.path === pattern)
+    .map((route) => route.method);
+  return [...new Set(methods)].sort((a, b) => methodRank(a) - methodRank(b));
 }

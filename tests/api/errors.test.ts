@@ -84,6 +84,8 @@ describe("errors", () => {
       ["DELETE", "/plants", "GET, POST", undefined],
       ["PATCH", "/plants", "GET, POST", { name: "Fern" }],
       ["POST", "/plants/1", "GET, PUT, PATCH, DELETE", { id: 1, name: "Fern" }],
+      // A path of its own: not the methods of /plants/:id, which it also fits.
+      ["DELETE", "/plants/changes", "GET", undefined],
     ] as const)("%s %s is 405 with Allow: %s", async (method, path, allow, json) => {
       const response = await t.call(method, path, { token, json });
       expect(response.headers.get("allow")).toBe(allow);
