@@ -90,6 +90,25 @@ describe.if(onSqlite)("the writer thread", () => {
     expect(page.lastId).toBe(BigInt(id));
   });
 
+  test("steps cross as one savepoint: a step that fails undoes the steps before it; the chosen step answers", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
+    const writer = startWriterThread({ path, synchronous: "FULL", maxQueued: 16, lockTimeoutMs: 5_000 });
+    cleanups.push(() => writer.close());
+    const user = (name: string): Write => ({
+      sql: "INSERT INTO users (name, created_at) VALUES (?1, ?2) RETURNING name, created_at AS at",
+      mode: "get",
+      params: [name, 2n ** 60n],
+      exact: true,
+    });
+    expect(await writer.run(user("a"))).toEqual({ name: "a", at: 2n ** 60n });
+    const failed = await writer.run({ steps: [user("b"), user("a")] }).catch((error) => error);
+    expect(String(failed)).toContain("UNIQUE");
+    expect(await writer.run({ steps: [user("c"), user("d")], answer: 0 })).toEqual({ name: "c", at: 2n ** 60n });
+    const names = await writer.run({ sql: "SELECT group_concat(name) AS names FROM users", mode: "get", params: [] });
+    expect(names).toEqual({ names: "a,c,d" });
+  });
+
   test("starts with the first write, never with the stores, and one thread serves every write", async () => {
     const started: unknown[] = [];
     const Original = globalThis.Worker;

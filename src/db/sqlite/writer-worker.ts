@@ -2,7 +2,7 @@
 import { Database } from "bun:sqlite";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { statementRunner } from "./writer";
-import { type FromWriter, type ToWriter, toWire } from "./writer-protocol";
+import { type FromWriter, fromWireWrite, type ToWriter, toWire } from "./writer-protocol";
 
 declare const self: Worker;
 
@@ -48,7 +48,8 @@ function open(init: Extract<ToWriter, { type: "init" }>) {
 }
 
 function write({ writes }: Extract<ToWriter, { type: "writes" }>) {
-  for (const { id, write, bookkeeping } of writes) {
+  for (const wire of writes) {
+    const { id, write, bookkeeping } = fromWireWrite(wire);
     unanswered++;
     const run = runStatement;
     if (!commit || !run) {
