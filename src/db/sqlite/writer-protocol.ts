@@ -1,46 +1,9 @@
-import type { SQLQueryBindings } from "bun:sqlite";
 import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
 import type { Steps, Write } from "./writer";
 
-/**
- * A write as it crosses to the thread, one flat array: [id, bookkeeping, answer (-1: no savepoint),
- * step count, then each step's sql, mode, exact, param count and params]. Structured clone copies
- * it in a third of the time the nested objects take (docs/decisions/0015-writer-wire.md).
- */
-export type WireWrite = Array<SQLQueryBindings | undefined>;
-
-export function toWireWrite(id: number, write: Write | Steps, bookkeeping: boolean): WireWrite {
-  const steps = "steps" in write ? write.steps : [write];
-  const answer = "steps" in write ? (write.answer ?? steps.length - 1) : -1;
-  const wire: WireWrite = [id, bookkeeping, answer, steps.length];
-  for (const { sql, mode, exact = false, params } of steps) wire.push(sql, mode, exact, params.length, ...params);
-  return wire;
-}
-
-export function fromWireWrite(wire: WireWrite): { id: number; write: Write | Steps; bookkeeping: boolean } {
-  const steps: Write[] = [];
-  let at = 4;
-  for (let left = wire[3] as number; left > 0; left--) {
-    const end = at + 4 + (wire[at + 3] as number);
-    steps.push({
-      sql: wire[at] as string,
-      mode: wire[at + 1] as Write["mode"],
-      exact: wire[at + 2] as boolean,
-      params: wire.slice(at + 4, end) as SQLQueryBindings[],
-    });
-    at = end;
-  }
-  const answer = wire[2] as number;
-  return {
-    id: wire[0] as number,
-    bookkeeping: wire[1] as boolean,
-    write: answer < 0 ? (steps[0] as Write) : { steps, answer },
-  };
-}
-
 export type ToWriter =
   | { type: "init"; path: string; synchronous: string; lockTimeoutMs: number }
-  | { type: "writes"; writes: WireWrite[] }
+  | { type: "writes"; writes: Array<{ id: number; write: Write | Steps; bookkeeping: boolean }> }
   | { type: "probe" }
   | { type: "close" };
 

@@ -1,7 +1,7 @@
 import type { SynchronousMode } from "../../core/database";
 import { type StoreFailureKind, StoreUnavailable } from "../../core/failures";
 import type { Steps, Write, Writer } from "./writer";
-import { type FromWriter, fromWire, type ToWriter, toWireWrite } from "./writer-protocol";
+import { type FromWriter, fromWire, type ToWriter } from "./writer-protocol";
 
 export interface WriterThreadOptions {
   path: string;
@@ -127,7 +127,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
       waiting.set(id, { resolve: resolve as (value: unknown) => void, reject, counted: !bookkeeping });
       if (!bookkeeping) counted++;
       if (outbox.length === 0) setImmediate(send);
-      outbox.push(toWireWrite(id, write, bookkeeping));
+      outbox.push({ id, write, bookkeeping });
     });
   };
 

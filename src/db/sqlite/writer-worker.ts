@@ -2,7 +2,7 @@
 import { Database } from "bun:sqlite";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { statementRunner } from "./writer";
-import { type FromWriter, fromWireWrite, type ToWriter, toWire } from "./writer-protocol";
+import { type FromWriter, type ToWriter, toWire } from "./writer-protocol";
 
 declare const self: Worker;
 
@@ -48,8 +48,7 @@ function open(init: Extract<ToWriter, { type: "init" }>) {
 }
 
 function write({ writes }: Extract<ToWriter, { type: "writes" }>) {
-  for (const wire of writes) {
-    const { id, write, bookkeeping } = fromWireWrite(wire);
+  for (const { id, write, bookkeeping } of writes) {
     unanswered++;
     const run = runStatement;
     if (!commit || !run) {
