@@ -49,8 +49,6 @@ export interface AppDeps {
   clock?: Clock;
   log?: FaultLog;
   ops?: AppOps;
-  /** Told after each created plant: the webhook dispatcher looks for the new deliveries at once. */
-  onPlantCreated?: () => void;
   /** How webhook hosts are resolved at registration (tests); the system's resolver otherwise. */
   resolveWebhookHost?: Resolver;
   /** The live change streams; index.ts closes them at SIGTERM. One on these stores otherwise. */
@@ -81,7 +79,6 @@ export function createApp({
   clock = Date.now,
   log = logToStderr,
   ops = createOps(stores),
-  onPlantCreated,
   resolveWebhookHost,
   feed = createChangeFeed({
     store: stores.changes,
@@ -135,15 +132,7 @@ export function createApp({
         limits,
         body,
         notes: ops.notes,
-        metrics: onPlantCreated
-          ? {
-              plantCreated() {
-                ops.metrics.plantCreated();
-                onPlantCreated();
-              },
-              plantDeleted: ops.metrics.plantDeleted,
-            }
-          : ops.metrics,
+        metrics: ops.metrics,
         log: storeFaultLog,
         answerFault,
         idempotency: { ttlHours: config.idempotencyTtlHours, clock },

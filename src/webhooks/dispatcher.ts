@@ -57,6 +57,7 @@ export function createDispatcher({
   let again = false;
   let stopped = true;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let timerAt = 0;
   let lastTickAt = Number.NEGATIVE_INFINITY;
   let pendingReadAt = Number.NEGATIVE_INFINITY;
   let failing = false;
@@ -65,7 +66,11 @@ export function createDispatcher({
 
   function schedule(delayMs: number) {
     if (stopped) return;
+    const at = performance.now() + delayMs;
+    // A tick due as soon serves this call too: every logged change wakes the dispatcher.
+    if (timer && timerAt <= at) return;
     if (timer) clearTimeout(timer);
+    timerAt = at;
     timer = setTimeout(tick, delayMs);
   }
 

@@ -4,7 +4,7 @@ import { StoreUnavailable } from "../../src/core/failures";
 import type { ClaimRequest } from "../../src/core/stores";
 import { parseJsonExact } from "../../src/http/json-body";
 import type { Fairness } from "../../src/webhooks/claims";
-import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
+import { createDispatcher } from "../../src/webhooks/dispatcher";
 import { createFanOut } from "../../src/webhooks/fan-out";
 import { PER_ENDPOINT } from "../../src/webhooks/rules";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
@@ -25,14 +25,15 @@ function receiver(...args: Parameters<typeof startReceiver>): Receiver {
   return started;
 }
 
-/** A test app whose created plants wake a dispatcher on its stores. */
+/** A test app with a dispatcher on its stores, woken by their changes as src/index.ts wakes it. */
 async function appWithDispatcher(
   options: { retryDelaysMs?: number[]; timeoutMs?: number; fairness?: Partial<Fairness> } = {},
 ) {
-  let dispatcher: Dispatcher | undefined;
-  const t = await makeTestApp({ webhookAllowPrivate: true, onPlantCreated: () => dispatcher?.wake() });
-  dispatcher = startDispatcher(t.stores, { ...options, ops: t.ops });
+  const t = await makeTestApp({ webhookAllowPrivate: true });
+  const dispatcher = startDispatcher(t.stores, { ...options, ops: t.ops });
   running.push(dispatcher);
+  const stopWaking = await t.stores.changes.watch(dispatcher.wake);
+  running.push({ stop: stopWaking });
   return { ...t, dispatcher };
 }
 
@@ -453,6 +454,35 @@ describe(`fair delivery (${ENGINE})`, () => {
     await until(async () => hook.received.length, { holds: (n) => n === 10 });
     now += 1_000;
     await until(async () => hook.received.length, { holds: (n) => n === 12 });
+  });
+});
+
+describe(`the dispatcher woken by the change log (${ENGINE})`, () => {
+  test("with its poll an hour away, each change is delivered at once, the last of a burst too", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    await register(t, alice, hook.url());
+    const dispatcher = createDispatcher({
+      store: t.stores.webhooks,
+      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
+      retryDelaysMs: [],
+      allowPrivate: true,
+      log: () => {},
+      metrics: t.ops.metrics,
+      pollMs: 3_600_000,
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    const stopWaking = await t.stores.changes.watch(dispatcher.wake);
+    running.push({ stop: stopWaking });
+    await t.createPlant("1", "first", alice);
+    await until(async () => hook.received.length, { holds: (n) => n === 1, timeoutMs: 5_000 });
+    for (let i = 2; i <= 20; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await until(async () => hook.received.length, { holds: (n) => n === 20, timeoutMs: 5_000 });
+    expect(hook.received.map((r) => JSON.parse(r.body).id).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
   });
 });
 

@@ -302,7 +302,6 @@ export async function makeTestApp(
   > & {
     now?: () => number;
     logWith?: (ops: AppOps) => FaultLog;
-    onPlantCreated?: () => void;
     resolveWebhookHost?: Resolver;
     wrapPostgresClient?: (client: SQL) => SQL;
     /** What the app gets in place of its stores (e.g. a plant store whose writes can be held). */
@@ -340,7 +339,6 @@ export async function makeTestApp(
       changeStreamsPerToken: options.changeStreamsPerToken ?? 5,
       maxChangeStreams: options.maxChangeStreams ?? 1000,
     },
-    onPlantCreated: options.onPlantCreated,
     resolveWebhookHost: options.resolveWebhookHost,
     clock,
     log: (message, detail, request) => log(message, detail, request),
