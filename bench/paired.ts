@@ -3,25 +3,32 @@
  * machine does not move: both servers run on core 0 together, each driven by its own wrk on
  * core 1, so whatever the machine does to one it does to the other in the same seconds.
  *
- *   bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix] [--rounds N] [--seconds S]
- *                       [--env-a K=V,…] [--env-b K=V,…]
+ *   bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix|delete] [--rounds N]
+ *                       [--seconds S] [--env-a K=V,…] [--env-b K=V,…]
  *
  * Each round: a fresh SQLite store per side, two tokens from each side's CLI, each side's
  * `src/index.ts` with RATE_LIMIT_PER_MINUTE=0 (one wrk is far past any per-token budget) and
  * its --env, a 1 s write warm-up on both, then the scenario (bench/lua/) on both for --seconds.
+ * For `delete`, the plants its requests delete are put in each store by SQL before its server
+ * starts (DELETE_ROOM a second, more than a delete run answers), each deleted once.
  * The figure is server CPU µs per request (user and system, all threads, /proc): B/A per round,
  * then the median. Alternating rounds (bench/compare.ts) see the machine's slow and fast
  * spells at different times; the same code against itself here stays within about ±3 % a
  * round. Needs 2 cores, taskset and wrk.
  */
+import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { cpuSeconds, fail, fmt, median, onFail } from "./targets";
 
 const LUA_DIR = join(import.meta.dir, "lua");
+/** The scenario's ids start past this (bench/lua/common.lua), the warm-up's past 1,000,000. */
+const ID_BASE = 5_000_000;
+/** Plants made per second of a delete run: more than it deletes. */
+const DELETE_ROOM = 40_000;
 const USAGE =
-  "usage: bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix] [--rounds N] [--seconds S] [--env-a K=V,…] [--env-b K=V,…]";
+  "usage: bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix|delete] [--rounds N] [--seconds S] [--env-a K=V,…] [--env-b K=V,…]";
 
 function options() {
   const args = process.argv.slice(2);
@@ -41,7 +48,8 @@ function options() {
   const seconds = Number(value("--seconds") ?? 5);
   const envs = [env(value("--env-a")), env(value("--env-b"))];
   const [a, b] = args;
-  if (!a || !b || !["read", "write", "mix"].includes(scenario) || !(rounds > 0) || !(seconds > 0)) fail(USAGE);
+  if (!a || !b || !["read", "write", "mix", "delete"].includes(scenario) || !(rounds > 0) || !(seconds > 0))
+    fail(USAGE);
   return { dirs: [resolve(a), resolve(b)], envs, scenario, rounds, seconds };
 }
 
@@ -57,11 +65,22 @@ async function run(command: string[], cwd: string, env: Record<string, string>) 
 }
 
 /** One side: its store, tokens and server on core 0, answering. */
-async function start(dir: string, env: Record<string, string>, store: string) {
+async function start(dir: string, env: Record<string, string>, store: string, deletes: number) {
   const database = { DATABASE_URL: store };
   const token = async (user: string) =>
     (await run(["bun", "src/cli.ts", "token", "create", "--user", user], dir, database)).trim().split("\n").at(-1);
   const tokens = [await token("bench-a"), await token("bench-b")] as string[];
+  if (deletes > 0) {
+    // wrk's one thread is user bench-a's; it deletes ID_BASE + 1 on (bench/lua/delete.lua).
+    const sqlite = new Database(store);
+    const insert = sqlite.prepare(
+      "INSERT INTO plants (owner_id, id, name, tag) SELECT id, ?1, 'Plant ' || ?1, 'bench' FROM users WHERE name = 'bench-a'",
+    );
+    sqlite.transaction(() => {
+      for (let id = ID_BASE + 1; id <= ID_BASE + deletes; id++) insert.run(id);
+    })();
+    sqlite.close();
+  }
   // Below Linux's ephemeral range (32768 on), where wrk's own sockets could hold the port.
   const port = 10_000 + Math.floor(Math.random() * 20_000);
   const server = Bun.spawn(["taskset", "-c", "0", "bun", "src/index.ts"], {
@@ -87,9 +106,12 @@ async function load(url: string, tokens: string[], script: string, seconds: numb
       .concat(tokens)
       .concat(String(idBase)),
     LUA_DIR,
-    { BENCH_LUA_DIR: LUA_DIR },
+    { BENCH_LUA_DIR: LUA_DIR, BENCH_DELETE_COUNT: String(DELETE_ROOM * seconds) },
   );
-  return Number(/(\d+) requests in/.exec(out)?.[1] ?? fail(`wrk printed no count: ${out}`));
+  const answered = Number(/(\d+) requests in/.exec(out)?.[1] ?? fail(`wrk printed no count: ${out}`));
+  const refused = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+  if (refused > answered / 100) fail(`${url}: ${refused} of ${answered} ${script} requests were not 2xx`);
+  return answered;
 }
 
 const { dirs, envs, scenario, rounds, seconds } = options();
@@ -98,11 +120,14 @@ const perSide: number[][] = [[], []];
 for (let round = 1; round <= rounds; round++) {
   const folder = mkdtempSync(join(tmpdir(), "plant-store-paired-"));
   const sides = [];
-  for (const [i, dir] of dirs.entries()) sides.push(await start(dir, envs[i] ?? {}, join(folder, `${i}.sqlite`)));
+  for (const [i, dir] of dirs.entries())
+    sides.push(
+      await start(dir, envs[i] ?? {}, join(folder, `${i}.sqlite`), scenario === "delete" ? DELETE_ROOM * seconds : 0),
+    );
   try {
     await Promise.all(sides.map((side) => load(side.url, side.tokens, "write", 1, 1_000_000)));
     const before = sides.map((side) => cpuSeconds(side.server.pid) ?? fail("a server exited"));
-    const answered = await Promise.all(sides.map((side) => load(side.url, side.tokens, scenario, seconds, 5_000_000)));
+    const answered = await Promise.all(sides.map((side) => load(side.url, side.tokens, scenario, seconds, ID_BASE)));
     const cpu = sides.map(
       (side, i) => (cpuSeconds(side.server.pid) ?? fail("a server exited")) - (before[i] as number),
     );
