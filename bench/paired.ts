@@ -3,16 +3,18 @@
  * machine does not move: both servers run on core 0 together, each driven by its own wrk on
  * core 1, so whatever the machine does to one it does to the other in the same seconds.
  *
- *   bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix|delete] [--rounds N]
+ *   bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix|delete|update] [--rounds N]
  *                       [--seconds S] [--env-a K=V,…] [--env-b K=V,…]
  *
  * Each round: a fresh SQLite store per side, two tokens from each side's CLI, each side's
  * `src/index.ts` with RATE_LIMIT_PER_MINUTE=0 (one wrk is far past any per-token budget) and
  * its --env, a 1 s write warm-up on both, then the scenario (bench/lua/) on both for --seconds.
  * For `delete`, the plants its requests delete are put in each store by SQL before its server
- * starts (DELETE_ROOM a second, more than a delete run answers), each deleted once.
+ * starts (DELETE_ROOM a second, more than a delete run answers), each deleted once; for `update`,
+ * UPDATE_PLANTS plants, whose ETags the server is asked before the run (bench/lua/update.lua).
  * The figure is server CPU µs per request (user and system, all threads, /proc): B/A per round,
- * then the median. Alternating rounds (bench/compare.ts) see the machine's slow and fast
+ * then the median (requests answered are no throughput ratio here: the scheduler shares core 0 by
+ * thread, and a side whose writer thread works more gets more of it). Alternating rounds (bench/compare.ts) see the machine's slow and fast
  * spells at different times; the same code against itself here stays within about ±3 % a
  * round. Needs 2 cores, taskset and wrk.
  */
@@ -27,8 +29,9 @@ const LUA_DIR = join(import.meta.dir, "lua");
 const ID_BASE = 5_000_000;
 /** Plants made per second of a delete run: more than it deletes. */
 const DELETE_ROOM = 40_000;
+const UPDATE_PLANTS = 2_000;
 const USAGE =
-  "usage: bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix|delete] [--rounds N] [--seconds S] [--env-a K=V,…] [--env-b K=V,…]";
+  "usage: bun bench/paired.ts <dirA> <dirB> [--scenario read|write|mix|delete|update] [--rounds N] [--seconds S] [--env-a K=V,…] [--env-b K=V,…]";
 
 function options() {
   const args = process.argv.slice(2);
@@ -48,10 +51,13 @@ function options() {
   const seconds = Number(value("--seconds") ?? 5);
   const envs = [env(value("--env-a")), env(value("--env-b"))];
   const [a, b] = args;
-  if (!a || !b || !["read", "write", "mix", "delete"].includes(scenario) || !(rounds > 0) || !(seconds > 0))
+  if (!a || !b || !["read", "write", "mix", "delete", "update"].includes(scenario) || !(rounds > 0) || !(seconds > 0))
     fail(USAGE);
   return { dirs: [resolve(a), resolve(b)], envs, scenario, rounds, seconds };
 }
+
+const seededFor = (scenario: string, seconds: number) =>
+  scenario === "delete" ? DELETE_ROOM * seconds : scenario === "update" ? UPDATE_PLANTS : 0;
 
 async function run(command: string[], cwd: string, env: Record<string, string>) {
   const proc = Bun.spawn(command, { cwd, env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
@@ -65,19 +71,19 @@ async function run(command: string[], cwd: string, env: Record<string, string>) 
 }
 
 /** One side: its store, tokens and server on core 0, answering. */
-async function start(dir: string, env: Record<string, string>, store: string, deletes: number) {
+async function start(dir: string, env: Record<string, string>, store: string, seeded: number) {
   const database = { DATABASE_URL: store };
   const token = async (user: string) =>
     (await run(["bun", "src/cli.ts", "token", "create", "--user", user], dir, database)).trim().split("\n").at(-1);
   const tokens = [await token("bench-a"), await token("bench-b")] as string[];
-  if (deletes > 0) {
-    // wrk's one thread is user bench-a's; it deletes ID_BASE + 1 on (bench/lua/delete.lua).
+  if (seeded > 0) {
+    // wrk's one thread is user bench-a's; it deletes or updates ID_BASE + 1 on.
     const sqlite = new Database(store);
     const insert = sqlite.prepare(
       "INSERT INTO plants (owner_id, id, name, tag) SELECT id, ?1, 'Plant ' || ?1, 'bench' FROM users WHERE name = 'bench-a'",
     );
     sqlite.transaction(() => {
-      for (let id = ID_BASE + 1; id <= ID_BASE + deletes; id++) insert.run(id);
+      for (let id = ID_BASE + 1; id <= ID_BASE + seeded; id++) insert.run(id);
     })();
     sqlite.close();
   }
@@ -96,17 +102,37 @@ async function start(dir: string, env: Record<string, string>, store: string, de
     if (i > 200 || server.exitCode !== null) fail(`${dir}: the server did not answer`);
     await Bun.sleep(50);
   }
-  return { server, url, tokens };
+  const wrkEnv: Record<string, string> = { BENCH_DELETE_COUNT: String(seeded) };
+  if (scenario === "update") {
+    const lines: string[] = [];
+    for (let id = ID_BASE + 1; id <= ID_BASE + seeded; id += 64) {
+      const ids = Array.from({ length: Math.min(64, ID_BASE + seeded + 1 - id) }, (_, i) => id + i);
+      const headers = { authorization: `Bearer ${tokens[0]}` };
+      const tags = await Promise.all(
+        ids.map(async (at) => (await fetch(`${url}/plants/${at}`, { headers })).headers.get("etag")),
+      );
+      for (const [i, tag] of tags.entries())
+        lines.push(`0 ${ids[i]} ${tag ?? fail("a plant came back without an ETag")}`);
+    }
+    wrkEnv.BENCH_ETAGS = `${store}.etags`;
+    await Bun.write(wrkEnv.BENCH_ETAGS, `${lines.join("\n")}\n`);
+  }
+  return { server, url, tokens, wrkEnv };
 }
 
 /** Requests answered in a wrk run on core 1. */
-async function load(url: string, tokens: string[], script: string, seconds: number, idBase: number) {
+async function load(
+  { url, tokens, wrkEnv }: { url: string; tokens: string[]; wrkEnv: Record<string, string> },
+  script: string,
+  seconds: number,
+  idBase: number,
+) {
   const out = await run(
     ["taskset", "-c", "1", "wrk", "-t1", "-c64", `-d${seconds}s`, "-s", join(LUA_DIR, `${script}.lua`), url, "--"]
       .concat(tokens)
       .concat(String(idBase)),
     LUA_DIR,
-    { BENCH_LUA_DIR: LUA_DIR, BENCH_DELETE_COUNT: String(DELETE_ROOM * seconds) },
+    { BENCH_LUA_DIR: LUA_DIR, ...wrkEnv },
   );
   const answered = Number(/(\d+) requests in/.exec(out)?.[1] ?? fail(`wrk printed no count: ${out}`));
   const refused = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
@@ -117,17 +143,16 @@ async function load(url: string, tokens: string[], script: string, seconds: numb
 const { dirs, envs, scenario, rounds, seconds } = options();
 const ratios: number[] = [];
 const perSide: number[][] = [[], []];
+
 for (let round = 1; round <= rounds; round++) {
   const folder = mkdtempSync(join(tmpdir(), "plant-store-paired-"));
   const sides = [];
   for (const [i, dir] of dirs.entries())
-    sides.push(
-      await start(dir, envs[i] ?? {}, join(folder, `${i}.sqlite`), scenario === "delete" ? DELETE_ROOM * seconds : 0),
-    );
+    sides.push(await start(dir, envs[i] ?? {}, join(folder, `${i}.sqlite`), seededFor(scenario, seconds)));
   try {
-    await Promise.all(sides.map((side) => load(side.url, side.tokens, "write", 1, 1_000_000)));
+    await Promise.all(sides.map((side) => load(side, "write", 1, 1_000_000)));
     const before = sides.map((side) => cpuSeconds(side.server.pid) ?? fail("a server exited"));
-    const answered = await Promise.all(sides.map((side) => load(side.url, side.tokens, scenario, seconds, ID_BASE)));
+    const answered = await Promise.all(sides.map((side) => load(side, scenario, seconds, ID_BASE)));
     const cpu = sides.map(
       (side, i) => (cpuSeconds(side.server.pid) ?? fail("a server exited")) - (before[i] as number),
     );
@@ -144,7 +169,7 @@ for (let round = 1; round <= rounds; round++) {
     rmSync(folder, { recursive: true, force: true });
   }
 }
-const range = `${fmt(Math.min(...ratios), 3)}–${fmt(Math.max(...ratios), 3)}`;
+const range = (values: number[]) => `${fmt(Math.min(...values), 3)}–${fmt(Math.max(...values), 3)}`;
 console.log(
-  `${scenario}, ${rounds} paired rounds of ${seconds} s: server CPU µs per request A ${fmt(median(perSide[0] ?? []), 1)}, B ${fmt(median(perSide[1] ?? []), 1)}; B/A ${fmt(median(ratios), 3)} (${range})`,
+  `${scenario}, ${rounds} paired rounds of ${seconds} s: server CPU µs per request A ${fmt(median(perSide[0] ?? []), 1)}, B ${fmt(median(perSide[1] ?? []), 1)}; B/A ${fmt(median(ratios), 3)} (${range(ratios)})`,
 );
