@@ -65,11 +65,10 @@ export function createDispatcher({
   let ticking: Promise<void> | undefined;
 
   function schedule(delayMs: number) {
-    if (stopped) return;
     const at = performance.now() + delayMs;
     // A tick due as soon serves this call too: every logged change wakes the dispatcher.
-    if (timer && timerAt <= at) return;
-    if (timer) clearTimeout(timer);
+    if (stopped || (timer && timerAt <= at)) return;
+    clearTimeout(timer);
     timerAt = at;
     timer = setTimeout(tick, delayMs);
   }
@@ -167,12 +166,8 @@ export function createDispatcher({
   }
 
   function wake() {
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    schedule(Math.max(0, WAKE_SPACING_MS - (performance.now() - lastTickAt)));
+    if (running) again = true;
+    else schedule(Math.max(0, WAKE_SPACING_MS - (performance.now() - lastTickAt)));
   }
 
   return {
