@@ -9,7 +9,7 @@
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createChangeRetention } from "../src/changes/retention";
+import { createPruner } from "../src/core/pruner";
 import { openDatabase } from "../src/db/sqlite/client";
 import { createSqliteStores } from "../src/db/sqlite/stores";
 
@@ -75,7 +75,13 @@ row(`${BATCH} changes pruned, commit with fsync included`, batches);
 row("nothing old enough", young);
 // The pruner itself, as index.ts starts it: a batch, then the next after its pause.
 const now = oldest() + 3_600_000 + 5 * BATCH;
-const pruner = createChangeRetention({ store: stores.changes, hours: 1, log: () => {}, clock: () => now });
+const pruner = createPruner({
+  what: "old changes",
+  prune: (before, limit) => stores.changes.prune(before, limit),
+  keepMs: 3_600_000,
+  log: () => {},
+  clock: () => now,
+});
 const run = await held(async () => {
   pruner.start();
   await Bun.sleep(500);

@@ -10,11 +10,11 @@
 import { existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PRUNE_BATCH } from "../src/core/pruner";
 import { openDatabase } from "../src/db/sqlite/client";
 import { WEBHOOK_SQL } from "../src/db/sqlite/webhook-queries";
 import { createSqliteWebhookStore } from "../src/db/sqlite/webhooks";
 import { inThreadWriter } from "../src/db/sqlite/writer";
-import { RETENTION_BATCH } from "../src/webhooks/retention";
 
 const PENDING = 2_000_000;
 const ROUNDS = 7;
@@ -118,12 +118,12 @@ for (const attempts of [1, 8]) {
   const times: number[] = [];
   for (let batch = 0; batch < 30; batch++) {
     const started = performance.now();
-    const removed = await prune.pruneFinished(1800000000000, RETENTION_BATCH);
+    const removed = await prune.pruneFinished(1800000000000, PRUNE_BATCH);
     times.push(performance.now() - started);
-    if (removed !== RETENTION_BATCH) throw new Error(`removed ${removed}`);
+    if (removed !== PRUNE_BATCH) throw new Error(`removed ${removed}`);
   }
   console.log(
-    `retention batch of ${RETENTION_BATCH} deliveries with ${attempts} attempt(s) each (of 200,000), commit included: median ${median(times).toFixed(1)} ms of 30`,
+    `retention batch of ${PRUNE_BATCH} deliveries with ${attempts} attempt(s) each (of 200,000), commit included: median ${median(times).toFixed(1)} ms of 30`,
   );
   sqlite.close();
   for (const suffix of ["", "-wal", "-shm"]) rmSync(path + suffix, { force: true });

@@ -1,9 +1,9 @@
 import { createApp, createOps } from "./app";
 import { createChangeFeed } from "./changes/feed";
-import { createChangeRetention } from "./changes/retention";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { StartupRefusal } from "./core/failures";
 import { faultSummary } from "./core/fault";
+import { createPruner } from "./core/pruner";
 import { retryWhileUnreachable } from "./core/startup";
 import type { Stores } from "./core/stores";
 import type { IssuedToken } from "./core/tokens";
@@ -12,11 +12,9 @@ import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
 import { LOW_OPEN_FILES, openFilesLimit } from "./ops/open-files";
 import type { RequestNotes } from "./ops/request-id";
-import { createIdempotencyRetention } from "./plants/idempotency-retention";
 import { serve } from "./server";
 import { createDispatcher } from "./webhooks/dispatcher";
 import { createFanOut } from "./webhooks/fan-out";
-import { createDeliveryRetention } from "./webhooks/retention";
 
 /** Start-up failures are one plain line on stderr: the logger may not exist yet. */
 function fail(message: string): never {
@@ -80,9 +78,28 @@ async function main() {
     log,
     metrics: ops.metrics,
   });
-  const retention = createDeliveryRetention({ store: stores.webhooks, days: config.webhookRetentionDays, log });
-  const keyRetention = createIdempotencyRetention({ store: stores.plants, hours: config.idempotencyTtlHours, log });
-  const changeRetention = createChangeRetention({ store: stores.changes, hours: config.changesRetentionHours, log });
+  const hours = (count: number) => count * 3_600_000;
+  const pruners = [
+    createPruner({
+      what: "old webhook deliveries",
+      prune: (before, limit) => stores.webhooks.pruneFinished(before, limit),
+      keepMs: hours(24 * config.webhookRetentionDays),
+      log,
+    }),
+    createPruner({
+      // An expired key is never replayed anyway: this only keeps the table small.
+      what: "expired idempotency keys",
+      prune: (before, limit) => stores.plants.pruneIdempotencyKeys(before, limit),
+      keepMs: hours(config.idempotencyTtlHours),
+      log,
+    }),
+    createPruner({
+      what: "old changes",
+      prune: (before, limit) => stores.changes.prune(before, limit),
+      keepMs: hours(config.changesRetentionHours),
+      log,
+    }),
+  ];
   const feed = createChangeFeed({
     store: stores.changes,
     tokens: stores.tokens,
@@ -126,9 +143,7 @@ async function main() {
     if (cutOff > 0) logger.error({ cutOff }, `${cutOff} request(s) still in flight at the shutdown deadline`);
     await stopWaking();
     await dispatcher.stop(Math.max(0, deadline - performance.now()));
-    await retention.stop();
-    await keyRetention.stop();
-    await changeRetention.stop();
+    for (const pruner of pruners) await pruner.stop();
     await metricsServer?.stop(true);
     const attemptsLeft = dispatcher.inFlight();
     if (attemptsLeft > 0) {
@@ -162,9 +177,7 @@ async function main() {
   // committed change (here, or on another instance) wakes it.
   dispatcher.start();
   stopWaking = await stores.changes.watch(dispatcher.wake);
-  retention.start();
-  keyRetention.start();
-  changeRetention.start();
+  for (const pruner of pruners) pruner.start();
   stores.status.checkInBackground();
   // Announced only once the handlers are in place: a signal sent on seeing this line is handled.
   const url = `http://${config.host}:${running.server.port}`;

@@ -1,6 +1,11 @@
 import { type FaultLog, faultDetail } from "./fault";
 import { systemTimers, type Timers } from "./timers";
 
+/** Why these batches and waits: docs/decisions/0006-outbox-upkeep.md. */
+export const PRUNE_BATCH = 100;
+export const PRUNE_PAUSE_MS = 50;
+export const PRUNE_EVERY_MS = 60_000;
+
 export interface PrunerOptions {
   /** What is pruned, as the log names it. */
   what: string;
@@ -8,18 +13,15 @@ export interface PrunerOptions {
   prune(before: number, limit: number): Promise<number>;
   /** 0 keeps every record (the pruner never starts). */
   keepMs: number;
-  batchSize: number;
+  batchSize?: number;
   /** The wait after a full batch, so the database's other work goes between batches. */
-  pauseMs: number;
+  pauseMs?: number;
   /** The wait after a short or failed batch. */
-  everyMs: number;
+  everyMs?: number;
   log: FaultLog;
   clock?: () => number;
   timers?: Timers;
 }
-
-/** What a pruner's owner passes on. */
-export type PrunerContext = Pick<PrunerOptions, "log" | "clock" | "timers">;
 
 /**
  * Removes records past their age in small batches off the request path (one short statement each,
@@ -29,9 +31,9 @@ export function createPruner({
   what,
   prune,
   keepMs,
-  batchSize,
-  pauseMs,
-  everyMs,
+  batchSize = PRUNE_BATCH,
+  pauseMs = PRUNE_PAUSE_MS,
+  everyMs = PRUNE_EVERY_MS,
   log,
   clock = Date.now,
   timers = systemTimers,

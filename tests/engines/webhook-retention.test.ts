@@ -1,17 +1,12 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { SQL } from "bun";
+import { createPruner, PRUNE_BATCH, PRUNE_EVERY_MS, PRUNE_PAUSE_MS } from "../../src/core/pruner";
 import type { ClaimedDelivery, DeliveryStatus, WebhookStore } from "../../src/core/stores";
 import { connect } from "../../src/db/postgres/client";
 import { createPostgresStores } from "../../src/db/postgres/stores";
 import { WEBHOOK_SQL as POSTGRES_SQL } from "../../src/db/postgres/webhook-queries";
 import { WEBHOOK_SQL as SQLITE_SQL } from "../../src/db/sqlite/webhook-queries";
 import { createFanOut } from "../../src/webhooks/fan-out";
-import {
-  createDeliveryRetention,
-  RETENTION_BATCH,
-  RETENTION_EVERY_MS,
-  RETENTION_PAUSE_MS,
-} from "../../src/webhooks/retention";
 import { manualTimers } from "../support/clock";
 import { ENGINE, makeTestApp, onPostgres, onSqlite, openedStores, postgresTarget } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
@@ -134,9 +129,11 @@ describe(`webhook retention (${ENGINE})`, () => {
     // The recent ones are 30 days old to the millisecond: kept; the others are older.
     const timers = manualTimers();
     const removed: number[] = [];
-    const retention = createDeliveryRetention({
-      store: counting(o.store, removed),
-      days: 30,
+    const store = counting(o.store, removed);
+    const retention = createPruner({
+      what: "old webhook deliveries",
+      prune: (before, limit) => store.pruneFinished(before, limit),
+      keepMs: 30 * DAY_MS,
       log: (message) => {
         throw new Error(message);
       },
@@ -163,9 +160,9 @@ describe(`webhook retention (${ENGINE})`, () => {
     ]);
   });
 
-  test(`a batch removes at most ${RETENTION_BATCH} deliveries, oldest first; a full one is followed by the next after a pause`, async () => {
+  test(`a batch removes at most ${PRUNE_BATCH} deliveries, oldest first; a full one is followed by the next after a pause`, async () => {
     const o = await outbox();
-    const plants = [...Array(RETENTION_BATCH + 25)].map((_, i) => i + 1);
+    const plants = [...Array(PRUNE_BATCH + 25)].map((_, i) => i + 1);
     await o.create(plants);
     const claimed = await o.claimAll();
     for (const plant of plants) await o.finish(claimed.get(plant), plant % 2 === 0 ? "delivered" : "failed");
@@ -173,9 +170,11 @@ describe(`webhook retention (${ENGINE})`, () => {
 
     const timers = manualTimers();
     const removed: number[] = [];
-    const retention = createDeliveryRetention({
-      store: counting(o.store, removed),
-      days: 1,
+    const store = counting(o.store, removed);
+    const retention = createPruner({
+      what: "old webhook deliveries",
+      prune: (before, limit) => store.pruneFinished(before, limit),
+      keepMs: DAY_MS,
       log: (message) => {
         throw new Error(message);
       },
@@ -185,7 +184,7 @@ describe(`webhook retention (${ENGINE})`, () => {
     retention.start();
     await timers.advance(0);
     await until(() => removed.length, { what: "the first batch" });
-    expect(removed).toEqual([RETENTION_BATCH]);
+    expect(removed).toEqual([PRUNE_BATCH]);
     const left = await o.log();
     expect(left).toHaveLength(25);
     // The oldest went first: none left is older than one removed.
@@ -194,19 +193,19 @@ describe(`webhook retention (${ENGINE})`, () => {
     );
     expect(Math.min(...left.map((d) => d.createdAt.getTime()))).toBeGreaterThanOrEqual(removedNewest);
 
-    await timers.advance(RETENTION_PAUSE_MS - 1);
+    await timers.advance(PRUNE_PAUSE_MS - 1);
     expect(removed).toHaveLength(1);
     await timers.advance(1);
     await until(() => removed.length === 2, { what: "the second batch" });
-    expect(removed).toEqual([RETENTION_BATCH, 25]);
+    expect(removed).toEqual([PRUNE_BATCH, 25]);
     expect(await o.log()).toEqual([]);
     // A short batch: the next look is a round later.
-    await timers.advance(RETENTION_EVERY_MS - 1);
+    await timers.advance(PRUNE_EVERY_MS - 1);
     expect(removed).toHaveLength(2);
     await timers.advance(1);
     await until(() => removed.length === 3, { what: "the next round" });
     await retention.stop();
-    expect(removed).toEqual([RETENTION_BATCH, 25, 0]);
+    expect(removed).toEqual([PRUNE_BATCH, 25, 0]);
   });
 
   test("each batch is one DELETE along the index of finished deliveries: no scan of the outbox, no sort", async () => {

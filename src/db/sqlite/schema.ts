@@ -138,7 +138,7 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_endpoint_due_idx")
       .on(table.webhookId, table.nextAttemptAt)
       .where(sql`${table.nextAttemptAt} IS NOT NULL`),
-    // Delivered and failed ones, oldest first: retention removes them in batches (src/webhooks/retention.ts).
+    // Delivered and failed ones, oldest first: retention removes them in batches (src/core/pruner.ts).
     index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],
 );
@@ -178,7 +178,7 @@ export const idempotencyKeys = sqliteTable(
     etag: text("etag"),
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
   },
-  // Expired keys go oldest first, in batches (src/plants/idempotency-retention.ts).
+  // Expired keys go oldest first, in batches (src/core/pruner.ts).
   (table) => [
     primaryKey({ columns: [table.ownerId, table.key] }),
     index("idempotency_keys_created_at_idx").on(table.createdAt),
