@@ -136,7 +136,9 @@ async function load(
   );
   const answered = Number(/(\d+) requests in/.exec(out)?.[1] ?? fail(`wrk printed no count: ${out}`));
   const refused = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
-  if (refused > answered / 100) fail(`${url}: ${refused} of ${answered} ${script} requests were not 2xx`);
+  // The mix's deletes may miss (bench/lua/mix.lua); a delete or update run's may not.
+  if (["delete", "update"].includes(script) && refused > answered / 100)
+    fail(`${url}: ${refused} of ${answered} ${script} requests were not 2xx`);
   return answered;
 }
 
