@@ -11,7 +11,7 @@ import { StoreUnavailable } from "../../src/core/failures";
 import type { Stores } from "../../src/core/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
-import type { Write } from "../../src/db/sqlite/writer";
+import { inThreadWriter, type Write, type Writer } from "../../src/db/sqlite/writer";
 import { startWriterThread } from "../../src/db/sqlite/writer-thread";
 import { onSqlite } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
@@ -39,6 +39,13 @@ function storesOnFile(): { stores: Stores; path: string } {
   const stores = createSqliteStores(sqlite, { maxQueued: 1024, lockTimeoutMs: 5_000, log: () => {} });
   cleanups.push(() => stores.close());
   return { stores, path };
+}
+
+/** The service's own connection to `path` (migrated), closed after the test. */
+function openedOn(path: string): Database {
+  const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+  cleanups.push(() => sqlite.close());
+  return sqlite;
 }
 
 /** One turn of the event loop: writes queued before it have been handed to the writer. */
@@ -92,8 +99,8 @@ describe.if(onSqlite)("the writer thread", () => {
 
   test("steps cross as one savepoint: a step that fails undoes the steps before it; the chosen step answers", async () => {
     const path = join(scratch(), "plants.sqlite");
-    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
-    const writer = startWriterThread({ path, synchronous: "FULL", maxQueued: 16, lockTimeoutMs: 5_000 });
+    const reads = openedOn(path);
+    const writer = startWriterThread({ path, synchronous: "FULL", maxQueued: 16, lockTimeoutMs: 5_000, reads });
     cleanups.push(() => writer.close());
     const user = (name: string): Write => ({
       sql: "INSERT INTO users (name, created_at) VALUES (?1, ?2) RETURNING name, created_at AS at",
@@ -147,6 +154,8 @@ function failingWriter(path: string, script?: URL) {
   const crashes: unknown[] = [];
   const writer = startWriterThread({
     path,
+    // Its reads are not what these tests are about (and the file may be gone).
+    reads: new Database(":memory:"),
     synchronous: "FULL",
     maxQueued: 10,
     lockTimeoutMs: 1_000,
@@ -156,6 +165,85 @@ function failingWriter(path: string, script?: URL) {
   cleanups.push(() => writer.close());
   return { writer, crashes };
 }
+
+describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
+  test("a turn's reads share one snapshot: a row another process commits is seen from the next turn", async () => {
+    const { stores, path } = storesOnFile();
+    const other = new Database(path);
+    cleanups.push(() => other.close());
+    expect(await stores.plants.getPlant(1, 5n)).toBeUndefined();
+    other.run("INSERT INTO plants (owner_id, id, name) VALUES (1, 5, 'fern')");
+    expect(await stores.plants.getPlant(1, 5n)).toBeUndefined();
+    await turn();
+    expect(await stores.plants.getPlant(1, 5n)).toEqual({ name: "fern" });
+  });
+
+  const writers: Array<[string, (path: string, reads: Database) => Writer]> = [
+    [
+      "the writer thread",
+      (path, reads) =>
+        startWriterThread({
+          path,
+          synchronous: "FULL",
+          maxQueued: 16,
+          lockTimeoutMs: 5_000,
+          reads,
+          atTurnEnd: () => {},
+        }),
+    ],
+    ["a writer on the readers' connection", (_, reads) => inThreadWriter(reads, {}, () => {})],
+  ];
+  test.each(writers)(
+    "%s: a write's answer ends the snapshot, so a read after it sees every commit before it",
+    async (_, start) => {
+      const path = join(scratch(), "plants.sqlite");
+      const reads = openedOn(path);
+      // The snapshot never ends with the turn here: only a write's answer can end it.
+      const writer = start(path, reads);
+      cleanups.push(() => writer.close());
+      const names = reads.prepare<{ names: string | null }, []>(
+        "SELECT group_concat(name) AS names FROM (SELECT name FROM users ORDER BY name)",
+      );
+      writer.snapshot();
+      expect(names.get()).toEqual({ names: null });
+      const other = new Database(path);
+      other.run("INSERT INTO users (name, created_at) VALUES ('other', 0)");
+      other.close();
+      await turn();
+      expect(names.get()).toEqual({ names: null });
+      await writer.run({ sql: "INSERT INTO users (name, created_at) VALUES ('mine', 0)", mode: "run", params: [] });
+      expect(names.get()).toEqual({ names: "mine,other" });
+    },
+  );
+
+  test("a connection closed under an open snapshot: its end at the turn's end throws nothing", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    const reads = openDatabase({ path, synchronous: "FULL" }).sqlite;
+    const writer = inThreadWriter(reads, {});
+    writer.snapshot();
+    expect(reads.inTransaction).toBe(true);
+    reads.close();
+    await turn();
+    await writer.close();
+  });
+
+  test("closing ends the snapshot: the final checkpoint runs", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+    const logged: unknown[] = [];
+    const stores = createSqliteStores(sqlite, {
+      maxQueued: 16,
+      lockTimeoutMs: 5_000,
+      log: (line) => logged.push(line),
+    });
+    await stores.plants.createPlant(1, { id: 1, name: "fern" }).catch(() => {});
+    expect(await stores.plants.getPlant(1, 1n)).toBeUndefined();
+    await stores.close();
+    expect(logged).toEqual([]);
+    const wal = Bun.file(`${path}-wal`);
+    expect((await wal.exists()) ? wal.size : 0).toBe(0);
+  });
+});
 
 describe.if(onSqlite)("a writer thread that dies", () => {
   test("its writes fail as the store's (503), at once; a later write starts a new thread, at most once a second", async () => {

@@ -32,12 +32,14 @@ export async function userWithToken(tokens: TokenStore, name = "alice"): Promise
 /** Users with tokens, issued in order on the SQLite database at `path` (migrated if new), which is closed again. */
 export async function usersOnFile(path: string, names: string[] = ["alice"]): Promise<TestUser[]> {
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+  const writes = inThreadWriter(sqlite, {});
   try {
-    const tokens = createSqliteTokenStore(sqlite, inThreadWriter(sqlite, {}));
+    const tokens = createSqliteTokenStore(sqlite, writes);
     const users: TestUser[] = [];
     for (const name of names) users.push(await userWithToken(tokens, name));
     return users;
   } finally {
+    await writes.close();
     closeDatabase(sqlite);
   }
 }

@@ -10,6 +10,8 @@ export interface GroupCommitOptions {
   /** WRITE_LOCK_TIMEOUT_MS: how long a write waits for another connection's write lock. */
   lockTimeoutMs?: number;
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
+  /** Ends a read transaction open on the same connection (snapshot.ts). */
+  beforeBegin?: () => void;
 }
 
 interface PendingWrite {
@@ -33,6 +35,7 @@ const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]
  */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
   const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
+  const { beforeBegin } = options;
   sqlite.run("PRAGMA busy_timeout = 0");
   let queue: PendingWrite[] = [];
   let queuedCount = 0;
@@ -71,6 +74,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   }
 
   function flush() {
+    beforeBegin?.();
     try {
       sqlite.run("BEGIN IMMEDIATE");
     } catch (error) {

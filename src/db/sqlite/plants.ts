@@ -103,6 +103,7 @@ export function createSqlitePlantStore(
     },
     pruneIdempotencyKeys: (before, count) => countRows(writes, IDEMPOTENCY_SQL.prune, [before, count]),
     listPage(ownerId, filter, count, upTo, withIds) {
+      writes.snapshot();
       const rows = statementsFor(filter).rows.all(...params(ownerId, filter, count + 1));
       return toPage(rows, count, upTo, withIds, (row) => row.id as bigint, toPlant);
     },
@@ -115,6 +116,7 @@ export function createSqlitePlantStore(
       ),
 
     async getPlant(ownerId: number, id: bigint): Promise<Plant | undefined> {
+      writes.snapshot();
       const row = get.get(ownerId, id);
       return row ? toPlant(row) : undefined;
     },

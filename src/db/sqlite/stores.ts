@@ -48,6 +48,7 @@ export function createSqliteStores(
     : startWriterThread({
         ...commit,
         path: sqlite.filename,
+        reads: sqlite,
         synchronous: synchronousOf(sqlite),
         onCrash: (error) =>
           log(

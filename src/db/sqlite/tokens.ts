@@ -89,6 +89,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
     },
 
     authenticate(token) {
+      writes.snapshot();
       const row = findActive.values(hashToken(token))[0] as [number, number, Millis, number, Millis] | undefined;
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt, scopes, expiresAt] = row;

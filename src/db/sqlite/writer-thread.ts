@@ -1,5 +1,7 @@
+import type { Database } from "bun:sqlite";
 import type { SynchronousMode } from "../../core/database";
 import { type StoreFailureKind, StoreUnavailable } from "../../core/failures";
+import { readSnapshot, type TurnEnd } from "./snapshot";
 import type { Steps, Write, Writer } from "./writer";
 import { type FromWriter, fromWire, type ToWriter } from "./writer-protocol";
 
@@ -10,6 +12,9 @@ export interface WriterThreadOptions {
   lockTimeoutMs: number;
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
   onCrash?: (error: unknown) => void;
+  /** The connection this thread's reads run on: its snapshot ends with each commit reported. */
+  reads: Database;
+  atTurnEnd?: TurnEnd;
   /** Tests give one that dies. */
   script?: URL;
 }
@@ -43,6 +48,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
   let stopping = false;
   let worker: Worker | undefined;
   let spawnedAt = Number.NEGATIVE_INFINITY;
+  const reads = readSnapshot(options.reads, options.atTurnEnd);
 
   function spawn(): Worker {
     const thread = new Worker(options.script ?? WORKER_URL);
@@ -66,6 +72,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
   function receive(message: FromWriter) {
     switch (message.type) {
       case "done":
+        reads.end();
         for (const [id, ok, detail] of message.results) {
           settle(id, ok ? { ok, value: detail } : { ok, error: fromWire(detail) });
         }
@@ -133,6 +140,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
 
   return {
     run,
+    snapshot: reads.enter,
     problem() {
       const now = performance.now();
       if ((problem === "full" || problem === "io") && worker && now - probedAt >= PROBE_EVERY_MS) {
@@ -143,6 +151,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     },
 
     async close() {
+      reads.end();
       if (stopping) return;
       stopping = true;
       send();

@@ -1,6 +1,7 @@
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
 import type { StoreFailureKind } from "../../core/failures";
 import { createGroupCommit, type GroupCommitOptions } from "./group-commit";
+import { readSnapshot, type TurnEnd } from "./snapshot";
 
 /** A write is data, not a closure, so it can cross to the writer thread. */
 export interface Write {
@@ -25,6 +26,8 @@ export const countRows = async (writes: Writer, sql: string, params: SQLQueryBin
 export interface Writer {
   /** Resolves once committed; `bookkeeping` writes are not counted against the cap. */
   run<T = unknown>(write: Write | Steps, options?: { bookkeeping?: boolean }): Promise<T>;
+  /** Before a read on the store's connection: the turn's reads share one snapshot, ended by a commit (snapshot.ts). */
+  snapshot(): void;
   problem(): StoreFailureKind | undefined;
   close(): Promise<void>;
 }
@@ -64,15 +67,18 @@ export function statementRunner(sqlite: Database) {
   };
 }
 
-export function inThreadWriter(sqlite: Database, options: GroupCommitOptions): Writer {
+export function inThreadWriter(sqlite: Database, options: GroupCommitOptions, atTurnEnd?: TurnEnd): Writer {
   const runStatement = statementRunner(sqlite);
-  const commit = createGroupCommit(sqlite, options);
+  const reads = readSnapshot(sqlite, atTurnEnd);
+  const commit = createGroupCommit(sqlite, { ...options, beforeBegin: reads.end });
   return {
     run: <T>(write: Write | Steps, runOptions?: { bookkeeping?: boolean }) =>
       commit.run(() => runStatement(write) as T, runOptions),
+    snapshot: reads.enter,
     problem: commit.problem,
     close: async () => {
       await commit.drain();
+      reads.end();
     },
   };
 }
