@@ -12,6 +12,7 @@ export interface GroupCommitOptions {
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
   /** Ends a read transaction open on the same connection (snapshot.ts). */
   beforeBegin?: () => void;
+  afterCommit?: () => void;
 }
 
 interface PendingWrite {
@@ -35,7 +36,6 @@ const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]
  */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
   const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
-  const { beforeBegin } = options;
   sqlite.run("PRAGMA busy_timeout = 0");
   let queue: PendingWrite[] = [];
   let queuedCount = 0;
@@ -74,7 +74,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   }
 
   function flush() {
-    beforeBegin?.();
+    options.beforeBegin?.();
     try {
       sqlite.run("BEGIN IMMEDIATE");
     } catch (error) {
@@ -95,6 +95,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
         if (!sqlite.inTransaction) throw lostTransaction(outcomes);
       }
       sqlite.run("COMMIT");
+      options.afterCommit?.();
     } catch (error) {
       if (sqlite.inTransaction) sqlite.run("ROLLBACK");
       const failure = asStoreFailure(error);

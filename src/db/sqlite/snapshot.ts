@@ -4,34 +4,32 @@ import type { Database } from "bun:sqlite";
 export type TurnEnd = (end: () => void) => void;
 
 /**
- * Reads on one connection share one read transaction until the turn ends or a commit is reported,
- * so a turn's requests take the WAL read lock once, not once per statement
- * (docs/decisions/0015-read-snapshot.md). A commit reported ends it first: every read after a
- * write's answer sees that write.
+ * A turn's reads share one read transaction, so they take the WAL read lock once, not once a
+ * statement (docs/decisions/0015-read-snapshot.md). The writer ends it before it reports a commit.
  */
-export function readSnapshot(sqlite: Database, atTurnEnd: TurnEnd = setImmediate) {
+export function readSnapshot(sqlite: Database, atTurnEnd: TurnEnd = setImmediate, paused = () => false) {
   const begin = sqlite.prepare("BEGIN");
   const commit = sqlite.prepare("COMMIT");
   const rollback = sqlite.prepare("ROLLBACK");
   let open = false;
-  /** Never throws: it runs at a turn's end, where a throw would end the process. */
+  const ended = (statement: typeof commit) => {
+    try {
+      if (sqlite.inTransaction) statement.run();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  /** Never throws (at a turn's end a throw ends the process): a closed connection has none to end. */
   const end = () => {
     if (!open) return;
     open = false;
-    try {
-      if (sqlite.inTransaction) commit.run();
-    } catch {
-      try {
-        if (sqlite.inTransaction) rollback.run();
-      } catch {
-        // A closed or damaged connection: no transaction is left to end.
-      }
-    }
+    if (!ended(commit)) ended(rollback);
   };
   return {
-    /** Before a read: opens the turn's snapshot, unless one (or a write's transaction) is open. */
+    /** Before a read: opens the turn's snapshot, unless one (or a write's transaction) is open, or it is paused. */
     enter() {
-      if (open || sqlite.inTransaction) return;
+      if (open || sqlite.inTransaction || paused()) return;
       begin.run();
       open = true;
       atTurnEnd(end);
@@ -39,5 +37,3 @@ export function readSnapshot(sqlite: Database, atTurnEnd: TurnEnd = setImmediate
     end,
   };
 }
-
-export type ReadSnapshot = ReturnType<typeof readSnapshot>;

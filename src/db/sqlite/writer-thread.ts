@@ -48,7 +48,9 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
   let stopping = false;
   let worker: Worker | undefined;
   let spawnedAt = Number.NEGATIVE_INFINITY;
-  const reads = readSnapshot(options.reads, options.atTurnEnd);
+  // Set by the thread while it folds the WAL back: reads then take no snapshot, which would hold it up.
+  const checkpointing = new Int32Array(new SharedArrayBuffer(4));
+  const reads = readSnapshot(options.reads, options.atTurnEnd, () => Atomics.load(checkpointing, 0) === 1);
 
   function spawn(): Worker {
     const thread = new Worker(options.script ?? WORKER_URL);
@@ -56,7 +58,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     thread.onerror = (event) => crashed(thread, event.error ?? new Error(event.message));
     thread.addEventListener("close", () => crashed(thread, new Error("the writer thread exited")));
     const { path, synchronous, lockTimeoutMs } = options;
-    thread.postMessage({ type: "init", path, synchronous, lockTimeoutMs } satisfies ToWriter);
+    thread.postMessage({ type: "init", path, synchronous, lockTimeoutMs, checkpointing } satisfies ToWriter);
     return thread;
   }
 
@@ -100,6 +102,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     if (thread !== worker) return;
     worker = undefined;
     thread.terminate();
+    Atomics.store(checkpointing, 0, 0);
     if (!stopping) options.onCrash?.(error);
     outbox = [];
     failAll(new StoreUnavailable("io", { cause: error }));

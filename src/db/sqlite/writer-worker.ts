@@ -1,5 +1,6 @@
 /** The writer thread (writer-thread.ts): group commit on its own connection. */
 import { Database } from "bun:sqlite";
+import { statSync } from "node:fs";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { statementRunner } from "./writer";
 import { type FromWriter, type ToWriter, toWire } from "./writer-protocol";
@@ -14,6 +15,34 @@ let closing = false;
 let answers: Extract<FromWriter, { type: "done" }>["results"] = [];
 
 const post = (message: FromWriter) => self.postMessage(message);
+
+/** About SQLite's own 1,000 pages of 4 KiB; after a checkpoint kept waiting, the next waits a second. */
+const CHECKPOINT_AT_BYTES = 4 * 1024 * 1024;
+const CHECKPOINT_RETRY_MS = 1_000;
+let checkpointAfter = 0;
+
+/**
+ * The WAL folded back here, not in COMMIT: with the main thread's reads in a snapshot most of the
+ * time (snapshot.ts), SQLite's own checkpoint, which never waits, would never restart the WAL. The
+ * shared flag stops new snapshots; the open one ends with its turn, which the checkpoint waits for
+ * (another process's long read, a backup say, makes it give up after 100 ms).
+ */
+function checkpointWhenLarge(db: Database, walPath: string, checkpointing: Int32Array) {
+  if (performance.now() < checkpointAfter) return;
+  if ((statSync(walPath, { throwIfNoEntry: false })?.size ?? 0) < CHECKPOINT_AT_BYTES) return;
+  Atomics.store(checkpointing, 0, 1);
+  db.run("PRAGMA busy_timeout = 100");
+  let done = false;
+  try {
+    done = db.query<{ busy: number }, []>("PRAGMA wal_checkpoint(TRUNCATE)").get()?.busy === 0;
+  } catch {
+    // A full disk, say: as when busy, tried again a while later.
+  } finally {
+    db.run("PRAGMA busy_timeout = 0");
+    Atomics.store(checkpointing, 0, 0);
+  }
+  if (!done) checkpointAfter = performance.now() + CHECKPOINT_RETRY_MS;
+}
 
 /** Answers settled in one turn go back in one message. */
 function answer(result: (typeof answers)[number]) {
@@ -36,9 +65,12 @@ function open(init: Extract<ToWriter, { type: "init" }>) {
     // Per connection; WAL is the file's and already on.
     sqlite.run(`PRAGMA synchronous = ${init.synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
+    sqlite.run("PRAGMA wal_autocheckpoint = 0");
     runStatement = statementRunner(sqlite);
+    const db = sqlite;
     commit = createGroupCommit(sqlite, {
       lockTimeoutMs: init.lockTimeoutMs,
+      afterCommit: () => checkpointWhenLarge(db, `${init.path}-wal`, init.checkpointing),
       onHealthChange: (problem, error) =>
         post({ type: "health", problem, error: error === undefined ? undefined : toWire(error) }),
     });
