@@ -1,6 +1,6 @@
 /** The writer thread (writer-thread.ts): group commit on its own connection. */
 import { Database } from "bun:sqlite";
-import { statSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { statementRunner } from "./writer";
 import { type FromWriter, type ToWriter, toWire } from "./writer-protocol";
@@ -16,32 +16,49 @@ let answers: Extract<FromWriter, { type: "done" }>["results"] = [];
 
 const post = (message: FromWriter) => self.postMessage(message);
 
-/** About SQLite's own 1,000 pages of 4 KiB; after a checkpoint kept waiting, the next waits a second. */
-const CHECKPOINT_AT_BYTES = 4 * 1024 * 1024;
+/** SQLite's own mark; after a checkpoint that kept waiting or failed, the next waits a second. */
+const CHECKPOINT_AT_FRAMES = 1_000;
 const CHECKPOINT_RETRY_MS = 1_000;
 let checkpointAfter = 0;
+let shm: number | undefined;
+
+/** The WAL's frames, from the WAL index's header: its 5th u32, in native order (sqlite.org/walformat.html). */
+function walFrames(path: string): number {
+  shm ??= openSync(`${path}-shm`, "r");
+  const header = new Uint32Array(5);
+  readSync(shm, header, 0, 20, 0);
+  return header[4] ?? 0;
+}
 
 /**
  * The WAL folded back here, not in COMMIT: with the main thread's reads in a snapshot most of the
  * time (snapshot.ts), SQLite's own checkpoint, which never waits, would never restart the WAL. The
- * shared flag stops new snapshots; the open one ends with its turn, which the checkpoint waits for
- * (another process's long read, a backup say, makes it give up after 100 ms).
+ * shared flag stops new snapshots a moment before; the checkpoint waits for any still open to end
+ * with its turn (another process's long read, a backup say, makes it give up after 100 ms).
+ * Never throws: the writes before it are committed.
  */
-function checkpointWhenLarge(db: Database, walPath: string, checkpointing: Int32Array) {
-  if (performance.now() < checkpointAfter) return;
-  if ((statSync(walPath, { throwIfNoEntry: false })?.size ?? 0) < CHECKPOINT_AT_BYTES) return;
-  Atomics.store(checkpointing, 0, 1);
-  db.run("PRAGMA busy_timeout = 100");
-  let done = false;
+function checkpointWhenLarge(db: Database, path: string, checkpointing: Int32Array) {
+  if (Atomics.load(checkpointing, 0) === 1 || performance.now() < checkpointAfter) return;
   try {
-    done = db.query<{ busy: number }, []>("PRAGMA wal_checkpoint(TRUNCATE)").get()?.busy === 0;
+    if (walFrames(path) < CHECKPOINT_AT_FRAMES) return;
   } catch {
-    // A full disk, say: as when busy, tried again a while later.
-  } finally {
-    db.run("PRAGMA busy_timeout = 0");
-    Atomics.store(checkpointing, 0, 0);
+    checkpointAfter = performance.now() + CHECKPOINT_RETRY_MS;
+    return;
   }
-  if (!done) checkpointAfter = performance.now() + CHECKPOINT_RETRY_MS;
+  Atomics.store(checkpointing, 0, 1);
+  setTimeout(() => {
+    let done = false;
+    try {
+      db.run("PRAGMA busy_timeout = 100");
+      done = db.query<{ busy: number }, []>("PRAGMA wal_checkpoint(RESTART)").get()?.busy === 0;
+    } catch {
+      // A full disk, or a connection closed since: as when busy, tried again a while later.
+    } finally {
+      Atomics.store(checkpointing, 0, 0);
+      if (sqlite === db) db.run("PRAGMA busy_timeout = 0");
+    }
+    if (!done) checkpointAfter = performance.now() + CHECKPOINT_RETRY_MS;
+  }, 1);
 }
 
 /** Answers settled in one turn go back in one message. */
@@ -70,7 +87,7 @@ function open(init: Extract<ToWriter, { type: "init" }>) {
     const db = sqlite;
     commit = createGroupCommit(sqlite, {
       lockTimeoutMs: init.lockTimeoutMs,
-      afterCommit: () => checkpointWhenLarge(db, `${init.path}-wal`, init.checkpointing),
+      afterCommit: () => checkpointWhenLarge(db, init.path, init.checkpointing),
       onHealthChange: (problem, error) =>
         post({ type: "health", problem, error: error === undefined ? undefined : toWire(error) }),
     });
@@ -104,6 +121,7 @@ function close() {
     // Nothing is lost: every write was answered before, and the main thread checkpoints.
   }
   sqlite = undefined;
+  if (shm !== undefined) closeSync(shm);
   post({ type: "closed" });
 }
 
