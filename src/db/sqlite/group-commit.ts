@@ -12,6 +12,7 @@ export interface GroupCommitOptions {
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
   /** Ends a read transaction open on the same connection (snapshot.ts). */
   beforeBegin?: () => void;
+  /** Must not throw: the batch is committed. */
   afterCommit?: () => void;
 }
 
@@ -95,13 +96,13 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
         if (!sqlite.inTransaction) throw lostTransaction(outcomes);
       }
       sqlite.run("COMMIT");
-      options.afterCommit?.();
     } catch (error) {
       if (sqlite.inTransaction) sqlite.run("ROLLBACK");
       const failure = asStoreFailure(error);
       for (const pending of batch) pending.reject(failure);
       return;
     }
+    options.afterCommit?.();
     if (batch.some((pending, i) => pending.counted && outcomes[i]?.ok)) health.set(undefined);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i];
