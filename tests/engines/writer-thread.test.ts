@@ -4,7 +4,7 @@
  */
 import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StoreUnavailable } from "../../src/core/failures";
@@ -46,6 +46,15 @@ function openedOn(path: string): Database {
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
   cleanups.push(() => sqlite.close());
   return sqlite;
+}
+
+/** The WAL's frames, from the WAL index's header (sqlite.org/walformat.html). */
+function walFrames(path: string): number {
+  const header = new Uint32Array(5);
+  const file = openSync(`${path}-shm`, "r");
+  readSync(file, header, 0, 20, 0);
+  closeSync(file);
+  return header[4] ?? 0;
 }
 
 /** One turn of the event loop: writes queued before it have been handed to the writer. */
@@ -251,6 +260,29 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
     reading = false;
     await reader;
     expect(largest).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  test("another process's long read (a backup): every write still lands; the WAL restarts once it ends", async () => {
+    const { stores, path } = storesOnFile();
+    const backup = new Database(path, { readonly: true });
+    cleanups.push(() => backup.close());
+    backup.run("BEGIN");
+    backup.query("SELECT count(*) FROM plants").get();
+    const name = "x".repeat(1_000);
+    let next = 0;
+    const burst = () =>
+      Promise.all(Array.from({ length: 200 }, () => stores.plants.createPlant(1, { id: ++next, name })));
+    for (let i = 0; i < 15; i++) expect((await burst()).every((plant) => plant?.name === name)).toBe(true);
+    expect(walFrames(path)).toBeGreaterThan(1_000);
+    backup.run("COMMIT");
+    // Retried a second after the last checkpoint that found the reader.
+    await until(
+      async () => {
+        await burst();
+        return walFrames(path);
+      },
+      { holds: (frames) => frames < 1_000, what: "the WAL restarted" },
+    );
   });
 
   test("closing ends the snapshot: the final checkpoint runs", async () => {
