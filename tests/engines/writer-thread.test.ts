@@ -57,10 +57,10 @@ function walFrames(path: string): number {
   return header[4] ?? 0;
 }
 
-/** One turn of the event loop: writes queued before it have been handed to the writer. */
 /** A write that changes nothing. */
 const NO_OP: Write = { sql: "SELECT 1", mode: "get", params: [] };
 
+/** One turn of the event loop: writes queued before it have been handed to the writer. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe.if(onSqlite)("the writer thread", () => {
@@ -159,12 +159,13 @@ describe.if(onSqlite)("the writer thread", () => {
 // On PostgreSQL every read is a round trip, so the route is async there by nature.
 
 /** A worker writer on `path` (with another thread script, if given) that records its crashes. */
-function failingWriter(path: string, script?: URL) {
+function failingWriter(path: string, script?: URL, reads = new Database(":memory:")) {
   const crashes: unknown[] = [];
+  cleanups.push(() => reads.close());
   const writer = startWriterThread({
     path,
-    // Its reads are not what these tests are about (and the file may be gone).
-    reads: new Database(":memory:"),
+    // Unless given, its reads are not what these tests are about (and the file may be gone).
+    reads,
     synchronous: "FULL",
     maxQueued: 10,
     lockTimeoutMs: 1_000,
@@ -275,13 +276,13 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
     for (let i = 0; i < 15; i++) expect((await burst()).every((plant) => plant?.name === name)).toBe(true);
     expect(walFrames(path)).toBeGreaterThan(1_000);
     backup.run("COMMIT");
-    // Retried a second after the last checkpoint that found the reader.
+    // Retried 1, 2, 4… s after the checkpoints that found the reader: the next try after it ended.
     await until(
       async () => {
         await burst();
         return walFrames(path);
       },
-      { holds: (frames) => frames < 1_000, what: "the WAL restarted" },
+      { holds: (frames) => frames < 1_000, what: "the WAL restarted", timeoutMs: 25_000 },
     );
   });
 
@@ -301,9 +302,62 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
     const wal = Bun.file(`${path}-wal`);
     expect((await wal.exists()) ? wal.size : 0).toBe(0);
   });
+
+  test("a writer on the readers' connection: closing it ends the snapshot", async () => {
+    const reads = openedOn(join(scratch(), "plants.sqlite"));
+    // The snapshot never ends with the turn here: only the close can end it.
+    const writer = inThreadWriter(reads, {}, () => {});
+    writer.snapshot();
+    expect(reads.inTransaction).toBe(true);
+    await writer.close();
+    expect(reads.inTransaction).toBe(false);
+  });
+
+  test("reads in every turn while the stores close: none holds up the final checkpoint", async () => {
+    for (let round = 0; round < 5; round++) {
+      const path = join(scratch(), "plants.sqlite");
+      const { sqlite } = openDatabase({ path, synchronous: "FULL" });
+      sqlite.run("INSERT INTO users (id, name, created_at) VALUES (1, 'a', 0)");
+      const logged: unknown[] = [];
+      const stores = createSqliteStores(sqlite, {
+        maxQueued: 16,
+        lockTimeoutMs: 5_000,
+        log: (line) => logged.push(line),
+      });
+      await stores.plants.createPlant(1, { id: 1, name: "fern" });
+      let closed = false;
+      const reader = (async () => {
+        while (!closed) {
+          // Once the connection is closed, a read fails: what counts is that none stopped the close.
+          await stores.plants.getPlant(1, 1n).catch(() => {});
+          await turn();
+        }
+      })();
+      await stores.close();
+      closed = true;
+      await reader;
+      expect(logged).toEqual([]);
+      const wal = Bun.file(`${path}-wal`);
+      expect((await wal.exists()) ? wal.size : 0).toBe(0);
+    }
+  });
 });
 
 describe.if(onSqlite)("a writer thread that dies", () => {
+  test("in the middle of folding the WAL back: reads take their snapshot again", async () => {
+    const path = join(scratch(), "plants.sqlite");
+    const reads = openDatabase({ path, synchronous: "FULL" }).sqlite;
+    const { writer, crashes } = failingWriter(
+      path,
+      new URL("../support/fixtures/flagging-writer.ts", import.meta.url),
+      reads,
+    );
+    expect(await writer.run(NO_OP).catch((error) => error)).toBeInstanceOf(StoreUnavailable);
+    expect(crashes).toHaveLength(1);
+    writer.snapshot();
+    expect(reads.inTransaction).toBe(true);
+  });
+
   test("its writes fail as the store's (503), at once; a later write starts a new thread, at most once a second", async () => {
     const path = join(scratch(), "plants.sqlite");
     openDatabase({ path, synchronous: "FULL" }).sqlite.close();

@@ -48,9 +48,10 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
   let stopping = false;
   let worker: Worker | undefined;
   let spawnedAt = Number.NEGATIVE_INFINITY;
-  // Set by the thread while it folds the WAL back: reads then take no snapshot, which would hold it up.
+  // Set by the thread while it folds the WAL back: reads then take no snapshot, which would hold it up
+  // (nor once closing: the final checkpoint is the connection's close).
   const checkpointing = new Int32Array(new SharedArrayBuffer(4));
-  const reads = readSnapshot(options.reads, options.atTurnEnd, () => Atomics.load(checkpointing, 0) === 1);
+  const reads = readSnapshot(options.reads, options.atTurnEnd, () => stopping || Atomics.load(checkpointing, 0) === 1);
 
   function spawn(): Worker {
     const thread = new Worker(options.script ?? WORKER_URL);

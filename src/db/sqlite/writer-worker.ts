@@ -16,33 +16,43 @@ let answers: Extract<FromWriter, { type: "done" }>["results"] = [];
 
 const post = (message: FromWriter) => self.postMessage(message);
 
-/** SQLite's own mark; after a checkpoint that kept waiting or failed, the next waits a second. */
+/** SQLite's own mark; the WAL index is looked at most this often, and a checkpoint that waited or failed is tried again later. */
 const CHECKPOINT_AT_FRAMES = 1_000;
-const CHECKPOINT_RETRY_MS = 1_000;
-let checkpointAfter = 0;
-let shm: number | undefined;
+const LOOK_EVERY_MS = 10;
+const FIRST_RETRY_MS = 1_000;
+const LAST_RETRY_MS = 30_000;
+let lookAfter = 0;
+let retryMs = FIRST_RETRY_MS;
 
 /** The WAL's frames, from the WAL index's header: its 5th u32, in native order (sqlite.org/walformat.html). */
 function walFrames(path: string): number {
-  shm ??= openSync(`${path}-shm`, "r");
-  const header = new Uint32Array(5);
-  readSync(shm, header, 0, 20, 0);
-  return header[4] ?? 0;
+  // Opened each time: a thread that dies keeps no descriptor, and a recreated file is read anew.
+  const shm = openSync(`${path}-shm`, "r");
+  try {
+    const header = new Uint32Array(5);
+    readSync(shm, header, 0, 20, 0);
+    return header[4] ?? 0;
+  } finally {
+    closeSync(shm);
+  }
 }
 
 /**
  * The WAL folded back here, not in COMMIT: with the main thread's reads in a snapshot most of the
  * time (snapshot.ts), SQLite's own checkpoint, which never waits, would never restart the WAL. The
  * shared flag stops new snapshots a moment before; the checkpoint waits for any still open to end
- * with its turn (another process's long read, a backup say, makes it give up after 100 ms).
+ * with its turn. Another process's long read (a backup, say) makes it give up after 100 ms, and
+ * the next tries come at the first commits 1, 2, 4… up to 30 s later.
  * Never throws: the writes before it are committed.
  */
 function checkpointWhenLarge(db: Database, path: string, checkpointing: Int32Array) {
-  if (Atomics.load(checkpointing, 0) === 1 || performance.now() < checkpointAfter) return;
+  const now = performance.now();
+  if (Atomics.load(checkpointing, 0) === 1 || now < lookAfter) return;
+  lookAfter = now + LOOK_EVERY_MS;
   try {
     if (walFrames(path) < CHECKPOINT_AT_FRAMES) return;
   } catch {
-    checkpointAfter = performance.now() + CHECKPOINT_RETRY_MS;
+    lookAfter = now + FIRST_RETRY_MS;
     return;
   }
   Atomics.store(checkpointing, 0, 1);
@@ -57,7 +67,11 @@ function checkpointWhenLarge(db: Database, path: string, checkpointing: Int32Arr
       Atomics.store(checkpointing, 0, 0);
       if (sqlite === db) db.run("PRAGMA busy_timeout = 0");
     }
-    if (!done) checkpointAfter = performance.now() + CHECKPOINT_RETRY_MS;
+    if (done) retryMs = FIRST_RETRY_MS;
+    else {
+      lookAfter = performance.now() + retryMs;
+      retryMs = Math.min(retryMs * 2, LAST_RETRY_MS);
+    }
   }, 1);
 }
 
@@ -121,7 +135,6 @@ function close() {
     // Nothing is lost: every write was answered before, and the main thread checkpoints.
   }
   sqlite = undefined;
-  if (shm !== undefined) closeSync(shm);
   post({ type: "closed" });
 }
 
