@@ -2,8 +2,7 @@ import { Elysia } from "elysia";
 import { type ChangeFeed, createChangeFeed } from "./changes/feed";
 import { changeRoutes } from "./changes/routes";
 import type { Config } from "./config";
-import type { FaultLog } from "./core/fault";
-import { faultDetail } from "./core/fault";
+import { type FaultLog, faultDetail } from "./core/fault";
 import { createStoreHealth, DAMAGED_LOG_MESSAGE } from "./core/health";
 import { createRateLimiter } from "./core/rate-limit";
 import type { Stores } from "./core/stores";
@@ -62,14 +61,6 @@ export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()): 
   return { notes, metrics: createMetrics(stores.status.figures), lifecycle: { state: "ready" } };
 }
 
-/** A fragment in the target is refused before routing: Elysia would route on it. */
-function refuseEarly(request: Request): Response | undefined {
-  if (request.url.includes("#")) {
-    return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
-  }
-  return undefined;
-}
-
 const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
@@ -110,9 +101,10 @@ export function createApp({
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
+    // A fragment in the target is refused before routing: Elysia would route on it.
     .onRequest(({ request }) => {
-      const refusal = refuseEarly(request);
-      if (refusal) return refusal;
+      if (request.url.includes("#"))
+        return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
     })
     .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(

@@ -1,6 +1,5 @@
 import { t } from "elysia";
-import type { Change } from "../core/changes";
-import { CHANGE_TYPES } from "../core/changes";
+import { CHANGE_TYPES, type Change } from "../core/changes";
 import { HttpError } from "../http/errors";
 import { Int32Query, Int64, Int64Query, withOwnMessage } from "../http/types";
 import { plantJson } from "../plants/fields";

@@ -79,5 +79,3 @@ export function createPruner({
     },
   };
 }
-
-export type Pruner = ReturnType<typeof createPruner>;

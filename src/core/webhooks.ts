@@ -78,6 +78,21 @@ export interface ClaimRequest {
 /** `busy` as the claim statements take it: {"<endpoint id>": attempts in flight}. */
 export const busyJson = (busy: ReadonlyMap<number, number>): string => JSON.stringify(Object.fromEntries(busy));
 
+/** An endpoint's `events` column: a JSON array, or null for the interface's plant.created. */
+export const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));
+
+/** An attempt as both engines' recordAttempt statements bind it, its time as each engine keeps one. */
+export const attemptParams = <At>(a: AttemptRecord, at: At) => [
+  a.deliverySeq,
+  a.attempt,
+  at,
+  a.statusCode ?? null,
+  Math.round(a.durationMs),
+  a.error ?? null,
+  a.outcome,
+  a.retryInMs === undefined ? null : Math.round(a.retryInMs),
+];
+
 export type RedeliverOutcome = "queued" | "not-found" | "not-failed" | "disabled";
 
 /**

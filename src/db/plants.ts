@@ -73,7 +73,7 @@ export async function nthId(
   }
 }
 
-type ChangeRow = Record<string, unknown> & { type: Change["type"] };
+export type ChangeRow = Record<string, unknown> & { type: Change["type"] };
 
 /** A log row as the feed shows it, whichever driver read it: its plant's fields, none null. */
 function toChange(row: ChangeRow, fields: Fields): Change {

@@ -1,6 +1,7 @@
 import { faultDetail } from "../core/fault";
 import { errorResponse } from "../http/errors";
 import { METRICS_CONTENT_TYPE, type Metrics } from "./metrics";
+import { pathOf } from "./observe";
 
 export interface MetricsAppDeps {
   metrics: Metrics;
@@ -14,12 +15,6 @@ const digest = (text: string) => new Uint8Array(new Bun.CryptoHasher("sha256").u
 function tokenMatches(header: string | null, expected: Uint8Array): boolean {
   const given = header?.match(/^Bearer[ \t]+(\S+)\s*$/i)?.[1];
   return given !== undefined && crypto.timingSafeEqual(digest(given), expected);
-}
-
-function pathOf(url: string): string {
-  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
-  const query = path.indexOf("?");
-  return query < 0 ? path : path.slice(0, query);
 }
 
 /** `GET /metrics` only: a plain handler, as one route needs no router and it keeps start-up cheap. */

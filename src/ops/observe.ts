@@ -1,5 +1,4 @@
-import type { RouteLike } from "../http/routes-table";
-import { routePatternFor } from "../http/routes-table";
+import { type RouteLike, routePatternFor } from "../http/routes-table";
 import type { AccessLine } from "./logger";
 import type { Metrics } from "./metrics";
 import { type RequestNote, type RequestNotes, requestIdFor } from "./request-id";
@@ -23,7 +22,7 @@ export interface ObserveDeps {
 const noAddress = () => undefined;
 
 /** The path of an absolute URL, without its query: the query may hold anything, even a token. */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   if (start < 0) return "/";
   const query = url.indexOf("?", start);

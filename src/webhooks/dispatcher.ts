@@ -182,10 +182,8 @@ export function createDispatcher({
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
-      let expire: ReturnType<typeof setTimeout> | undefined;
-      const over = new Promise<void>((done) => {
-        expire = setTimeout(done, graceMs);
-      });
+      const { promise: over, resolve: done } = Promise.withResolvers<void>();
+      const expire = setTimeout(done, graceMs);
       if (ticking) await Promise.race([ticking, over]);
       if (inFlight + waiting.count() > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
       clearTimeout(expire);

@@ -1,8 +1,7 @@
 import type { SQL } from "bun";
-import type { Change, ChangeStore } from "../../core/changes";
-import type { FaultLog } from "../../core/fault";
-import { faultDetail } from "../../core/fault";
-import { changePage, changesOf } from "../plants";
+import type { ChangeStore } from "../../core/changes";
+import { type FaultLog, faultDetail } from "../../core/fault";
+import { type ChangeRow, changePage, changesOf } from "../plants";
 import { CHANGE_SQL } from "./change-queries";
 import { countOf } from "./client";
 import { VALUE_FIELDS } from "./queries";
@@ -14,8 +13,6 @@ const STAMP_BATCH = 1000;
 const STAMP_SPACING_MS = 100;
 /** Stamps are announced on it; a wake-up only, never the data: a listener that was away gets nothing. */
 export const CHANGES_CHANNEL = "plant_changes";
-
-type Row = Record<string, unknown> & { type: Change["type"] };
 
 /**
  * A change is written without its seq, in its plant's transaction; once committed, a stamp gives
@@ -72,7 +69,7 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
       await stampWaiting();
       // One statement, one snapshot: a prune or a stamp cannot fall between the page and its marks.
       const found = (await client.unsafe(CHANGE_SQL.page, [ownerId, after, count + 1])) as Array<
-        Row & { newest: number; prunedThrough: number }
+        ChangeRow & { newest: number; prunedThrough: number }
       >;
       const mark = found[0] ?? { newest: 0, prunedThrough: 0 };
       return changePage(
@@ -84,7 +81,7 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
     },
     async readAll(after, count) {
       await stampWaiting();
-      return changesOf((await client.unsafe(CHANGE_SQL.all, [after, count])) as Row[], VALUE_FIELDS);
+      return changesOf((await client.unsafe(CHANGE_SQL.all, [after, count])) as ChangeRow[], VALUE_FIELDS);
     },
     newest: async () => ((await client.unsafe(CHANGE_SQL.newest)) as [{ newest: number }])[0].newest,
     prune: (before, count) => countOf(client, CHANGE_SQL.prune, [new Date(before), count]),

@@ -1,5 +1,4 @@
 import type { SQL } from "bun";
-import type { ChangeType } from "../../core/changes";
 import type {
   ClaimedDelivery,
   DeliveryListing,
@@ -7,7 +6,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { busyJson } from "../../core/webhooks";
+import { attemptParams, busyJson, eventsOf } from "../../core/webhooks";
 import { countOf } from "./client";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
@@ -15,7 +14,6 @@ import { WEBHOOK_SQL } from "./webhook-queries";
 const REGISTER_LOCK_SPACE = 0x7768;
 
 type EndpointRow = Omit<WebhookEndpoint, "events"> & { events: string | null };
-const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));
 const toEndpoint = ({ events, ...row }: EndpointRow): WebhookEndpoint =>
   events === null ? row : { ...row, events: eventsOf(events) };
 
@@ -74,16 +72,7 @@ export function createPostgresWebhookStore(
     },
 
     async recordAttempt(a) {
-      await client.unsafe(WEBHOOK_SQL.recordAttempt, [
-        a.deliverySeq,
-        a.attempt,
-        new Date(a.at),
-        a.statusCode ?? null,
-        Math.round(a.durationMs),
-        a.error ?? null,
-        a.outcome,
-        a.retryInMs === undefined ? null : Math.round(a.retryInMs),
-      ]);
+      await client.unsafe(WEBHOOK_SQL.recordAttempt, attemptParams(a, new Date(a.at)));
     },
     pendingCount: () => countOf(client, WEBHOOK_SQL.pending),
     pruneFinished: (before, count) => countOf(client, WEBHOOK_SQL.pruneFinished, [new Date(before), count]),

@@ -1,18 +1,16 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import type { Change, ChangeStore } from "../../core/changes";
-import { changePage, changesOf } from "../plants";
+import type { ChangeStore } from "../../core/changes";
+import { type ChangeRow, changePage, changesOf } from "../plants";
 import { CHANGE_SQL, VALUE_FIELDS } from "./queries";
 import type { Writer } from "./writer";
-
-type Row = Record<string, unknown> & { type: Change["type"] };
 
 /**
  * One writer commits in seq order, so a reader never meets a smaller seq after a larger one. Its own
  * writes wake the feed at once (`logged`); another process's are found by the feed's slow poll.
  */
 export function createSqliteChangeStore(sqlite: Database, writes: Writer): ChangeStore & { logged(): void } {
-  const page = sqlite.prepare<Row, SQLQueryBindings[]>(CHANGE_SQL.page).safeIntegers(true);
-  const all = sqlite.prepare<Row, SQLQueryBindings[]>(CHANGE_SQL.all).safeIntegers(true);
+  const page = sqlite.prepare<ChangeRow, SQLQueryBindings[]>(CHANGE_SQL.page).safeIntegers(true);
+  const all = sqlite.prepare<ChangeRow, SQLQueryBindings[]>(CHANGE_SQL.all).safeIntegers(true);
   const cursor = sqlite.prepare<{ newest: number; prunedThrough: number }, [number]>(CHANGE_SQL.cursor);
   const newest = sqlite.prepare<{ newest: number }, []>(CHANGE_SQL.newest);
   const watchers = new Set<() => void>();

@@ -80,7 +80,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
       sqlite.run("BEGIN IMMEDIATE");
     } catch (error) {
       if (storeFailureKind(error) === "busy") return waitForLock(error);
-      return failBatch(error);
+      return rejectAll(take(), error);
     }
     lockPolls = 0;
     const batch = take();
@@ -98,9 +98,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
       sqlite.run("COMMIT");
     } catch (error) {
       if (sqlite.inTransaction) sqlite.run("ROLLBACK");
-      const failure = asStoreFailure(error);
-      for (const pending of batch) pending.reject(failure);
-      return;
+      return rejectAll(batch, error);
     }
     options.afterCommit?.();
     if (batch.some((pending, i) => pending.counted && outcomes[i]?.ok)) health.set(undefined);
@@ -119,8 +117,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     return batch;
   }
 
-  function failBatch(error: unknown) {
-    const batch = take();
+  function rejectAll(batch: PendingWrite[], error: unknown) {
     const failure = asStoreFailure(error);
     for (const pending of batch) pending.reject(failure);
   }

@@ -131,5 +131,4 @@ export const STATUS_SQL = {
   ping: "SELECT 1",
   /** From the header: the same cost at any size. */
   databaseBytes: "SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()",
-  userVersion: "PRAGMA user_version",
 };

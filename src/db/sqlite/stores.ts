@@ -78,10 +78,7 @@ export function createSqliteStores(
       },
       figures: { databaseBytes: () => size.get()?.bytes ?? 0 },
     },
-    requestLimiter(perMinute, limiterClock) {
-      const limiter = createRateLimiter(perMinute, limiterClock);
-      return { take: (key) => limiter.take(key) };
-    },
+    requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
     async close() {
       integrity?.stop();
       await writes.close();

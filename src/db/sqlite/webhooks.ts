@@ -9,7 +9,7 @@ import type {
   WebhookEndpoint,
   WebhookStore,
 } from "../../core/stores";
-import { busyJson } from "../../core/webhooks";
+import { attemptParams, busyJson, eventsOf } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
 import { countRows, type Writer } from "./writer";
 
@@ -30,8 +30,6 @@ interface DeliveryRow {
   createdAt: number;
   nextAttemptAt: number | null;
 }
-
-const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));
 
 const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
   id: row.id,
@@ -143,17 +141,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     async recordAttempt(a) {
-      const values = [
-        a.deliverySeq,
-        a.attempt,
-        a.at,
-        a.statusCode ?? null,
-        Math.round(a.durationMs),
-        a.error ?? null,
-        a.outcome,
-        a.retryInMs === undefined ? null : Math.round(a.retryInMs),
-      ];
-      await writes.run({ sql: SQL.recordAttempt, mode: "run", params: values }, { bookkeeping: true });
+      await writes.run({ sql: SQL.recordAttempt, mode: "run", params: attemptParams(a, a.at) }, { bookkeeping: true });
     },
 
     // In steps, so other work runs between them (docs/decisions/0006-outbox-upkeep.md); a row a claim moves
