@@ -61,6 +61,14 @@ export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()): 
   return { notes, metrics: createMetrics(stores.status.figures), lifecycle: { state: "ready" } };
 }
 
+/** A fragment in the target is refused before routing: Elysia would route on it. */
+function refuseEarly(request: Request): Response | undefined {
+  if (request.url.includes("#")) {
+    return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
+  }
+  return undefined;
+}
+
 const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
@@ -101,10 +109,9 @@ export function createApp({
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
-    // A fragment in the target is refused before routing: Elysia would route on it.
     .onRequest(({ request }) => {
-      if (request.url.includes("#"))
-        return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
+      const refusal = refuseEarly(request);
+      if (refusal) return refusal;
     })
     .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
     .use(

@@ -78,7 +78,10 @@ export function createSqliteStores(
       },
       figures: { databaseBytes: () => size.get()?.bytes ?? 0 },
     },
-    requestLimiter: (perMinute, limiterClock) => createRateLimiter(perMinute, limiterClock),
+    requestLimiter(perMinute, limiterClock) {
+      const limiter = createRateLimiter(perMinute, limiterClock);
+      return { take: (key) => limiter.take(key) };
+    },
     async close() {
       integrity?.stop();
       await writes.close();
