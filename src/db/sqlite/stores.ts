@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { closeSync, openSync } from "node:fs";
 import type { SynchronousMode } from "../../core/database";
 import type { StoreFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
@@ -29,6 +30,15 @@ function synchronousOf(sqlite: Database): SynchronousMode {
   return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
 }
 
+/** The WAL index for the writer thread's checkpoint (writer-worker.ts); without it, SQLite's own runs. */
+function openWalIndex(path: string): number | undefined {
+  try {
+    return openSync(`${path}-shm`, "r");
+  } catch {
+    return undefined;
+  }
+}
+
 /** The request limiter is this process's own: one process owns the file. */
 export function createSqliteStores(
   sqlite: Database,
@@ -43,12 +53,15 @@ export function createSqliteStores(
   let integrity: ReturnType<typeof checkIntegrity> | undefined;
   let damaged = false;
   const commit = { maxQueued, lockTimeoutMs, onHealthChange };
+  // Kept open until the connection is closed: closing it sooner would drop the connection's locks on it.
+  const walIndex = inMemory ? undefined : openWalIndex(sqlite.filename);
   const writes: Writer = inMemory
     ? inThreadWriter(sqlite, commit)
     : startWriterThread({
         ...commit,
         path: sqlite.filename,
         reads: sqlite,
+        walIndex,
         synchronous: synchronousOf(sqlite),
         onCrash: (error) =>
           log(
@@ -92,6 +105,7 @@ export function createSqliteStores(
         log("the final WAL checkpoint failed; the WAL keeps every committed write", faultDetail(error));
         sqlite.close();
       }
+      if (walIndex !== undefined) closeSync(walIndex);
     },
   };
 }

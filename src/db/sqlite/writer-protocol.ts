@@ -2,7 +2,14 @@ import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../..
 import type { Steps, Write } from "./writer";
 
 export type ToWriter =
-  | { type: "init"; path: string; synchronous: string; lockTimeoutMs: number; checkpointing: Int32Array }
+  | {
+      type: "init";
+      path: string;
+      synchronous: string;
+      lockTimeoutMs: number;
+      checkpointing: Int32Array;
+      walIndex: number | undefined;
+    }
   | { type: "writes"; writes: Array<{ id: number; write: Write | Steps; bookkeeping: boolean }> }
   | { type: "probe" }
   | { type: "close" };

@@ -14,6 +14,12 @@ export interface WriterThreadOptions {
   onCrash?: (error: unknown) => void;
   /** The connection this thread's reads run on: its snapshot ends with each commit reported. */
   reads: Database;
+  /**
+   * A descriptor of the file's `-shm`, open until every connection of this process to the file is
+   * closed (closing one drops all of the process's locks on the file), for the thread's checkpoint.
+   * Without one, SQLite's own checkpoint runs.
+   */
+  walIndex?: number;
   atTurnEnd?: TurnEnd;
   /** Tests give one that dies. */
   script?: URL;
@@ -58,8 +64,8 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
     thread.onmessage = (event: MessageEvent<FromWriter>) => receive(event.data);
     thread.onerror = (event) => crashed(thread, event.error ?? new Error(event.message));
     thread.addEventListener("close", () => crashed(thread, new Error("the writer thread exited")));
-    const { path, synchronous, lockTimeoutMs } = options;
-    thread.postMessage({ type: "init", path, synchronous, lockTimeoutMs, checkpointing } satisfies ToWriter);
+    const { path, synchronous, lockTimeoutMs, walIndex } = options;
+    thread.postMessage({ type: "init", path, synchronous, lockTimeoutMs, checkpointing, walIndex } satisfies ToWriter);
     return thread;
   }
 

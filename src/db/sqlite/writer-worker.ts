@@ -1,6 +1,6 @@
 /** The writer thread (writer-thread.ts): group commit on its own connection. */
 import { Database } from "bun:sqlite";
-import { closeSync, openSync, readSync } from "node:fs";
+import { readSync } from "node:fs";
 import { createGroupCommit, type GroupCommit } from "./group-commit";
 import { statementRunner } from "./writer";
 import { type FromWriter, type ToWriter, toWire } from "./writer-protocol";
@@ -25,16 +25,10 @@ let lookAfter = 0;
 let retryMs = FIRST_RETRY_MS;
 
 /** The WAL's frames, from the WAL index's header: its 5th u32, in native order (sqlite.org/walformat.html). */
-function walFrames(path: string): number {
-  // Opened each time: a thread that dies keeps no descriptor, and a recreated file is read anew.
-  const shm = openSync(`${path}-shm`, "r");
-  try {
-    const header = new Uint32Array(5);
-    readSync(shm, header, 0, 20, 0);
-    return header[4] ?? 0;
-  } finally {
-    closeSync(shm);
-  }
+function walFrames(walIndex: number): number {
+  const header = new Uint32Array(5);
+  readSync(walIndex, header, 0, 20, 0);
+  return header[4] ?? 0;
 }
 
 /**
@@ -45,12 +39,12 @@ function walFrames(path: string): number {
  * the next tries come at the first commits 1, 2, 4… up to 30 s later.
  * Never throws: the writes before it are committed.
  */
-function checkpointWhenLarge(db: Database, path: string, checkpointing: Int32Array) {
+function checkpointWhenLarge(db: Database, walIndex: number, checkpointing: Int32Array) {
   const now = performance.now();
   if (Atomics.load(checkpointing, 0) === 1 || now < lookAfter) return;
   lookAfter = now + LOOK_EVERY_MS;
   try {
-    if (walFrames(path) < CHECKPOINT_AT_FRAMES) return;
+    if (walFrames(walIndex) < CHECKPOINT_AT_FRAMES) return;
   } catch {
     lookAfter = now + FIRST_RETRY_MS;
     return;
@@ -96,12 +90,13 @@ function open(init: Extract<ToWriter, { type: "init" }>) {
     // Per connection; WAL is the file's and already on.
     sqlite.run(`PRAGMA synchronous = ${init.synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
-    sqlite.run("PRAGMA wal_autocheckpoint = 0");
     runStatement = statementRunner(sqlite);
     const db = sqlite;
+    const { walIndex, checkpointing } = init;
+    if (walIndex !== undefined) sqlite.run("PRAGMA wal_autocheckpoint = 0");
     commit = createGroupCommit(sqlite, {
       lockTimeoutMs: init.lockTimeoutMs,
-      afterCommit: () => checkpointWhenLarge(db, init.path, init.checkpointing),
+      afterCommit: walIndex === undefined ? undefined : () => checkpointWhenLarge(db, walIndex, checkpointing),
       onHealthChange: (problem, error) =>
         post({ type: "health", problem, error: error === undefined ? undefined : toWire(error) }),
     });
