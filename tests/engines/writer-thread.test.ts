@@ -282,9 +282,9 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
         await burst();
         return walFrames(path);
       },
-      { holds: (frames) => frames < 1_000, what: "the WAL restarted", timeoutMs: 25_000 },
+      { holds: (frames) => frames < 1_000, what: "the WAL restarted", timeoutMs: 50_000 },
     );
-  });
+  }, 60_000);
 
   test("closing ends the snapshot: the final checkpoint runs", async () => {
     const path = join(scratch(), "plants.sqlite");

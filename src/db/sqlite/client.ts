@@ -16,10 +16,13 @@ export interface DatabaseOptions {
 /** Drizzle's view, for migrations, the CLI and tests; the stores run queries.ts. */
 export type AppDatabase = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
-/** Folds the WAL back into the main file so the database is one self-contained file. */
+/**
+ * Folds the WAL back into the main file so the database is one self-contained file. `true` closes
+ * now, its statements finalized: left to be collected, the connection would keep its files open.
+ */
 export function closeDatabase(sqlite: Database): void {
   sqlite.run("PRAGMA wal_checkpoint(TRUNCATE)");
-  sqlite.close();
+  sqlite.close(true);
 }
 
 function opened(sqlite: Database): { sqlite: Database; db: AppDatabase } {

@@ -54,7 +54,7 @@ export function createSqliteStores(
   let damaged = false;
   const commit = { maxQueued, lockTimeoutMs, onHealthChange };
   // Kept open until the connection is closed: closing it sooner would drop the connection's locks on it.
-  const walIndex = inMemory ? undefined : openWalIndex(sqlite.filename);
+  let walIndex = inMemory ? undefined : openWalIndex(sqlite.filename);
   const writes: Writer = inMemory
     ? inThreadWriter(sqlite, commit)
     : startWriterThread({
@@ -103,9 +103,11 @@ export function createSqliteStores(
       } catch (error) {
         // A full disk fails the checkpoint; the WAL still holds every committed write: a line, not a failed exit.
         log("the final WAL checkpoint failed; the WAL keeps every committed write", faultDetail(error));
-        sqlite.close();
+        sqlite.close(true);
       }
+      // Only once the connection is closed (a close that threw leaves it open: the process is ending).
       if (walIndex !== undefined) closeSync(walIndex);
+      walIndex = undefined;
     },
   };
 }

@@ -27,7 +27,8 @@ let retryMs = FIRST_RETRY_MS;
 /** The WAL's frames, from the WAL index's header: its 5th u32, in native order (sqlite.org/walformat.html). */
 function walFrames(walIndex: number): number {
   const header = new Uint32Array(5);
-  readSync(walIndex, header, 0, 20, 0);
+  // Another process's recovery can leave it shorter than its header for a moment.
+  if (readSync(walIndex, header, 0, 20, 0) < 20) throw new Error("the WAL index has no header");
   return header[4] ?? 0;
 }
 
@@ -44,7 +45,10 @@ function checkpointWhenLarge(db: Database, walIndex: number, checkpointing: Int3
   if (Atomics.load(checkpointing, 0) === 1 || now < lookAfter) return;
   lookAfter = now + LOOK_EVERY_MS;
   try {
-    if (walFrames(walIndex) < CHECKPOINT_AT_FRAMES) return;
+    if (walFrames(walIndex) < CHECKPOINT_AT_FRAMES) {
+      retryMs = FIRST_RETRY_MS;
+      return;
+    }
   } catch {
     lookAfter = now + FIRST_RETRY_MS;
     return;
