@@ -31,10 +31,14 @@ function synchronousOf(sqlite: Database): SynchronousMode {
 }
 
 /** The WAL index for the writer thread's checkpoint (writer-worker.ts); without it, SQLite's own runs. */
-function openWalIndex(path: string): number | undefined {
+function openWalIndex(path: string, log: FaultLog): number | undefined {
   try {
     return openSync(`${path}-shm`, "r");
-  } catch {
+  } catch (error) {
+    log(
+      "the WAL index cannot be read: SQLite's own checkpoint runs, and the WAL may grow under load",
+      faultDetail(error),
+    );
     return undefined;
   }
 }
@@ -54,7 +58,7 @@ export function createSqliteStores(
   let damaged = false;
   const commit = { maxQueued, lockTimeoutMs, onHealthChange };
   // Kept open until the connection is closed: closing it sooner would drop the connection's locks on it.
-  let walIndex = inMemory ? undefined : openWalIndex(sqlite.filename);
+  let walIndex = inMemory ? undefined : openWalIndex(sqlite.filename, log);
   const writes: Writer = inMemory
     ? inThreadWriter(sqlite, commit)
     : startWriterThread({
