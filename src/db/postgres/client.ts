@@ -35,11 +35,11 @@ export async function countOf(runner: Pick<SQL, "unsafe">, sql: string, params?:
   return n;
 }
 
+const tableExists = async (runner: Pick<SQL, "unsafe">, name: string) =>
+  ((await runner.unsafe(MIGRATION_SQL.tableExists, [name])) as [{ exists: boolean }])[0].exists;
+
 export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<MigrationStatus> {
-  const [{ exists }] = (await client.unsafe(MIGRATION_SQL.tableExists, ["drizzle.__drizzle_migrations"])) as [
-    { exists: boolean },
-  ];
-  const recorded = exists
+  const recorded = (await tableExists(client, "drizzle.__drizzle_migrations"))
     ? ((await client.unsafe(MIGRATION_SQL.recorded)) as Array<{ hash: string; createdAt: number }>)
     : [];
   return compareMigrations(recorded, migrations);
@@ -60,15 +60,10 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
       if (status.problems.length > 0) {
         throw new StartupRefusal(`the database's migrations disagree with this version: ${status.problems.join("; ")}`);
       }
-      if (status.applied === 0) {
-        const [{ exists }] = (await reserved.unsafe(MIGRATION_SQL.tableExists, ["public.plants"])) as [
-          { exists: boolean },
-        ];
-        if (exists) {
-          throw new StartupRefusal(
-            "the database holds a plants table but no Plant Store migrations: it is not ours; give DATABASE_URL an empty database",
-          );
-        }
+      if (status.applied === 0 && (await tableExists(reserved, "public.plants"))) {
+        throw new StartupRefusal(
+          "the database holds a plants table but no Plant Store migrations: it is not ours; give DATABASE_URL an empty database",
+        );
       }
       if (status.pending.length > 0) await applyMigrations(reserved, migrations);
       return status.pending;
