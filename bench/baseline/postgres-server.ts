@@ -6,7 +6,10 @@
  * prepares each statement once per connection on both sides; the pool has the service's
  * settings (DB_POOL_SIZE, default 10). A page reads one row past its limit and answers a `Link`
  * to the next page, as the service does; a list past 1,000 plants is read in keyset steps of
- * 1,000, as the service does, but answered whole rather than streamed (not benchmarked).
+ * 1,000, as the service does, but answered whole rather than streamed (not benchmarked). Each
+ * create and delete logs its change in its own statement, and the log is stamped at most every
+ * 100 ms, with the service's SQL (src/db/postgres/queries.ts and change-queries.ts): the change
+ * log is part of every write since round 4, and a floor without it would not be correct.
  *
  * It does not migrate: run the service's `bun run cli migrate` on the database first. With
  * BASELINE_BARE=1 (`bun run bench:floor:postgres`) it skips ./observe.ts's work, as ./server.ts.
@@ -42,14 +45,33 @@ const LIST_CHUNK = 1000;
 const FIND_TOKEN =
   'select "id", "user_id", "last_used_at" from "tokens" where ("tokens"."hash" = $1 and "tokens"."revoked_at" is null)';
 const TOUCH_TOKEN = 'update "tokens" set "last_used_at" = $1::timestamptz where "tokens"."id" = $2';
-const INSERT_PLANT =
-  'insert into "plants" ("owner_id", "id", "name", "tag") values ($1, $2, $3, $4) on conflict do nothing returning "name", "tag"';
+/** The change log's part of a write, as the service's `logged` CTE; `at`: the time in ms. */
+const logChange = (source: string, type: string, at: string) => `logged AS (
+      INSERT INTO plant_change_inbox (owner_id, type, at, "id", "name", "tag")
+      SELECT owner_id, '${type}', to_timestamp(${at}::float8 / 1000), "id", "name", "tag" FROM ${source}
+    )`;
+const INSERT_PLANT = `WITH inserted AS (
+      insert into "plants" ("owner_id", "id", "name", "tag") values ($1, $2, $3, $4) on conflict do nothing
+      returning "owner_id", "id", "name", "tag"
+    ), ${logChange("inserted", "plant.created", "$5")} SELECT "name", "tag" FROM inserted`;
 const LIST_PLANTS =
   'select "id", "name", "tag" from "plants" where "plants"."owner_id" = $1 order by "plants"."id" asc limit $2';
 const LIST_PLANTS_AFTER =
   'select "id", "name", "tag" from "plants" where ("plants"."owner_id" = $1 and "plants"."id" > $2) order by "plants"."id" asc limit $3';
-const DELETE_PLANT =
-  'delete from "plants" where ("plants"."owner_id" = $1 and "plants"."id" = $2) returning "owner_id"';
+const DELETE_PLANT = `WITH gone AS (
+      delete from "plants" where ("plants"."owner_id" = $1 and "plants"."id" = $2) returning "owner_id", "id", "name", "tag"
+    ), ${logChange("gone", "plant.deleted", "$3")} SELECT 1 FROM gone`;
+/** The service's stamp (src/db/postgres/changes.ts): under an advisory lock, up to $1 changes numbered in the order written. */
+const STAMP_LOCK = "SELECT pg_advisory_xact_lock(7562609)";
+const STAMP = `WITH moved AS (
+      DELETE FROM plant_change_inbox WHERE pos = ANY(ARRAY(SELECT pos FROM plant_change_inbox ORDER BY pos LIMIT $1))
+      RETURNING *
+    ), base AS (SELECT coalesce(max(seq), 0) AS s FROM plant_changes)
+    INSERT INTO plant_changes (seq, owner_id, type, at, "id", "name", "tag")
+    SELECT base.s + row_number() OVER (ORDER BY pos), owner_id, type, at, "id", "name", "tag" FROM moved, base
+    RETURNING 1`;
+const STAMP_BATCH = 1000;
+const STAMP_SPACING_MS = 100;
 
 function setting(name: string, fallback: number, min: number, max: number): number {
   const text = process.env[name]?.trim() || String(fallback);
@@ -90,6 +112,28 @@ function recordUse(tokenId: number, now: number) {
     .unsafe(TOUCH_TOKEN, [new Date(now).toISOString(), tokenId])
     .catch(() => {})
     .finally(() => recording.delete(tokenId));
+}
+
+let stampDue = false;
+
+/** Writes within STAMP_SPACING_MS of each other share a stamp, as in the service. */
+function logged() {
+  if (stampDue) return;
+  stampDue = true;
+  setTimeout(async () => {
+    stampDue = false;
+    for (;;) {
+      const count = await sql
+        .begin(async (tx) => {
+          await tx.unsafe(STAMP_LOCK);
+          const rows = await tx.unsafe(STAMP, [STAMP_BATCH]);
+          if (rows.length > 0) await tx.unsafe("SELECT pg_notify('plant_changes', '')");
+          return rows.length;
+        })
+        .catch(() => 0);
+      if (count < STAMP_BATCH) break;
+    }
+  }, STAMP_SPACING_MS).unref();
 }
 
 /** The caller's user id, or NO_TOKEN / INVALID_TOKEN: the token is hashed and looked up on every request. */
@@ -149,7 +193,8 @@ async function create(request: Request, declaredLength: string | null): Promise<
   if (user < 0) return unauthorized(user);
   const plant = await readNewPlant(request, declaredLength);
   if (plant instanceof Response) return plant;
-  const inserted = await sql.unsafe(INSERT_PLANT, [user, plant.id, plant.name, plant.tag]).values();
+  const inserted = await sql.unsafe(INSERT_PLANT, [user, plant.id, plant.name, plant.tag, Date.now()]).values();
+  if (inserted.length > 0) logged();
   return inserted.length === 0 ? duplicate() : createdPlant(plant);
 }
 
@@ -158,7 +203,8 @@ async function remove(request: Request, segment: string): Promise<Response> {
   if (user < 0) return unauthorized(user);
   const id = parseIdSegment(segment);
   if (id === undefined) return badId();
-  const removed = await sql.unsafe(DELETE_PLANT, [user, id]).values();
+  const removed = await sql.unsafe(DELETE_PLANT, [user, id, Date.now()]).values();
+  if (removed.length > 0) logged();
   return removed.length === 0 ? noSuchPlant() : deleted();
 }
 

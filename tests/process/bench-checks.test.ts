@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
+import { SQL } from "bun";
 import { runBehaviourChecks } from "../../bench/checks";
 import { freshPostgresDatabase, onPostgres } from "../support/helpers";
 import { DIRECT, type RunningServer, runCli, scratchDir, startServer } from "../support/process";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -32,6 +34,19 @@ async function databaseUrl(): Promise<string> {
   return join(dir, "bench.sqlite");
 }
 
+/** On PostgreSQL every side logs its changes as the service does, and stamps them within moments. */
+async function loggedChanges(url: string): Promise<string[]> {
+  const sql = new SQL(url, { max: 1 });
+  try {
+    await until(async () => (await sql`SELECT count(*)::int AS n FROM plant_change_inbox`)[0].n === 0, {
+      what: "an empty change inbox",
+    });
+    return (await sql`SELECT DISTINCT type FROM plant_changes ORDER BY type`).map((row: { type: string }) => row.type);
+  } finally {
+    await sql.close();
+  }
+}
+
 describe("the bench's behaviour checks", () => {
   for (const { name, command, env } of CONTENDERS) {
     test(`${name} passes them`, async () => {
@@ -42,6 +57,7 @@ describe("the bench's behaviour checks", () => {
       const server: RunningServer = await startServer({ ...database, ...env, LOG_LEVEL: "warn" }, { command });
       cleanups.push(() => server.stop());
       expect(await runBehaviourChecks(server.url, a, b)).toEqual([]);
+      if (onPostgres) expect(await loggedChanges(database.DATABASE_URL)).toEqual(["plant.created", "plant.deleted"]);
     }, 30_000);
   }
 });
