@@ -1,6 +1,6 @@
 import type { Change, ChangeStore } from "../core/changes";
 import { HttpError } from "../http/errors";
-import { errorResponses, modelResponse, routeErrors } from "../http/models";
+import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import { type OnePlantDeps, plantBase } from "../plants/one-plant-routes";
@@ -116,11 +116,9 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
               },
               headers: {
                 ...CURSOR_HEADER,
-                Link: {
-                  description:
-                    'The next page while more changes are there: `</plants/changes?after=42&limit=100>; rel="next"`',
-                  schema: { type: "string" },
-                },
+                ...linkHeader(
+                  'The next page while more changes are there: `</plants/changes?after=42&limit=100>; rel="next"`',
+                ),
               },
             },
             ...routeErrors({

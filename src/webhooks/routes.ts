@@ -4,7 +4,7 @@ import type { FaultLog } from "../core/fault";
 import type { TokenStore, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { type BodyLimits, jsonBody } from "../http/json-body";
-import { BAD_PATH_ID, errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
+import { BAD_PATH_ID, errorModels, errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { RequestNotes } from "../ops/request-id";
@@ -158,12 +158,7 @@ export function webhookRoutes({
           responses: {
             200: {
               ...modelResponse("The endpoint's deliveries, oldest first", "Delivery", { array: true }),
-              headers: {
-                Link: {
-                  description: 'The next page, when `limit` was given and more deliveries follow (`rel="next"`)',
-                  schema: { type: "string" },
-                },
-              },
+              headers: linkHeader('The next page, when `limit` was given and more deliveries follow (`rel="next"`)'),
             },
             ...routeErrors({
               400: `${BAD_PATH_ID}, or \`limit\` or \`after\` is invalid, or another query parameter was given`,
