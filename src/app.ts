@@ -100,6 +100,7 @@ export function createApp({
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   const health = createStoreHealth();
+  const auth = { tokens, limits, body, notes: ops.notes };
   /** For faults no error handler sees (a list failing mid-answer): damage still turns readiness off. */
   const storeFaultLog: FaultLog = (message, detail, request) =>
     health.noteFault(detail)
@@ -123,14 +124,11 @@ export function createApp({
         log,
       }),
     )
-    .use(changeRoutes({ changes: stores.changes, feed, tokens, limits, notes: ops.notes }))
+    .use(changeRoutes({ ...auth, changes: stores.changes, feed }))
     .use(
       plantRoutes({
+        ...auth,
         plants,
-        tokens,
-        limits,
-        body,
-        notes: ops.notes,
         metrics: ops.metrics,
         log: storeFaultLog,
         answerFault,
@@ -139,18 +137,15 @@ export function createApp({
     )
     .use(
       webhookRoutes({
+        ...auth,
         webhooks: stores.webhooks,
-        tokens,
-        limits,
-        body,
-        notes: ops.notes,
         log: storeFaultLog,
         allowPrivate: config.webhookAllowPrivate,
         resolve: resolveWebhookHost,
         fanOut,
       }),
     )
-    .use(tokenRoutes({ tokens, limits, body, notes: ops.notes, clock }));
+    .use(tokenRoutes({ ...auth, clock }));
   routeTable.routes = app.routes;
   return app;
 }

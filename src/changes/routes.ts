@@ -3,7 +3,7 @@ import { HttpError } from "../http/errors";
 import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
-import { type OnePlantDeps, plantBase } from "../plants/one-plant-routes";
+import { plantBase } from "../plants/one-plant-routes";
 import type { ChangeFeed } from "./feed";
 import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT, gone, MAX_LIMIT } from "./model";
 
@@ -54,7 +54,7 @@ const CURSOR_HEADER = {
   },
 };
 
-export type ChangeRoutesDeps = Pick<OnePlantDeps, "tokens" | "limits" | "notes"> & {
+export type ChangeRoutesDeps = Parameters<typeof plantBase>[0] & {
   changes: ChangeStore;
   feed: ChangeFeed;
 };
