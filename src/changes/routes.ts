@@ -1,4 +1,5 @@
 import type { Change, ChangeStore } from "../core/changes";
+import { INT64_MAX } from "../core/plant";
 import { HttpError } from "../http/errors";
 import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
@@ -10,7 +11,6 @@ import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT, gone, MAX_LIMIT 
 const PARAMETERS: ReadonlySet<string> = new Set(["after", "limit"]);
 const HINT = "this operation takes after and limit; follow the Link header, or pass after=<the last seq you have>";
 const LAST_EVENT_ID = /^[0-9]{1,19}$/;
-const INT64_MAX = 2n ** 63n - 1n;
 
 /** Last-Event-ID wins over `after`, as a reconnecting EventSource sends it. */
 function streamCursor(request: Request, after: string | undefined): bigint | undefined {
