@@ -11,7 +11,7 @@ import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse, faultResponder } from "./http/errors";
 import { allowedMethodsFor, type ScopedRoute } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
-import { createMetrics, type Metrics } from "./ops/metrics";
+import { createMetrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
 import { type Lifecycle, opsRoutes } from "./ops/routes";
 import { plantRoutes } from "./plants/routes";
@@ -35,13 +35,6 @@ export type AppConfig = Pick<
   | "maxChangeStreams"
 >;
 
-/** What the app shares with the layer that observes it (src/ops/observe.ts). */
-export interface AppOps {
-  notes: RequestNotes;
-  metrics: Metrics;
-  lifecycle: Lifecycle;
-}
-
 export interface AppDeps {
   stores: Stores;
   config: AppConfig;
@@ -56,10 +49,12 @@ export interface AppDeps {
   fanOut?: FanOut;
 }
 
-/** Request notes, metrics on these stores, and a lifecycle that starts out ready. */
-export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()): AppOps {
-  return { notes, metrics: createMetrics(stores.status.figures), lifecycle: { state: "ready" } };
+/** What the app shares with the layer that observes it (src/ops/observe.ts): request notes, metrics, a lifecycle. */
+export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()) {
+  const lifecycle: Lifecycle = { state: "ready" };
+  return { notes, metrics: createMetrics(stores.status.figures), lifecycle };
 }
+export type AppOps = ReturnType<typeof createOps>;
 
 /** A fragment in the target is refused before routing: Elysia would route on it. */
 function refuseEarly(request: Request): Response | undefined {
@@ -68,6 +63,16 @@ function refuseEarly(request: Request): Response | undefined {
   }
   return undefined;
 }
+
+/** The live change streams on these stores, as the config limits them. */
+export const changeFeedOn = (stores: Stores, config: AppConfig, log: FaultLog) =>
+  createChangeFeed({
+    store: stores.changes,
+    tokens: stores.tokens,
+    log,
+    perToken: config.changeStreamsPerToken,
+    max: config.maxChangeStreams,
+  });
 
 const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
 
@@ -79,13 +84,7 @@ export function createApp({
   log = logToStderr,
   ops = createOps(stores),
   resolveWebhookHost,
-  feed = createChangeFeed({
-    store: stores.changes,
-    tokens: stores.tokens,
-    log,
-    perToken: config.changeStreamsPerToken,
-    max: config.maxChangeStreams,
-  }),
+  feed = changeFeedOn(stores, config, log),
   fanOut = createFanOut(stores.webhooks, stores.changes),
 }: AppDeps) {
   const { plants, tokens, status } = stores;
@@ -100,6 +99,7 @@ export function createApp({
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   const health = createStoreHealth();
+  const auth = { tokens, limits, body, notes: ops.notes };
   /** For faults no error handler sees (a list failing mid-answer): damage still turns readiness off. */
   const storeFaultLog: FaultLog = (message, detail, request) =>
     health.noteFault(detail)
@@ -123,14 +123,11 @@ export function createApp({
         log,
       }),
     )
-    .use(changeRoutes({ changes: stores.changes, feed, tokens, limits, notes: ops.notes }))
+    .use(changeRoutes({ ...auth, changes: stores.changes, feed }))
     .use(
       plantRoutes({
+        ...auth,
         plants,
-        tokens,
-        limits,
-        body,
-        notes: ops.notes,
         metrics: ops.metrics,
         log: storeFaultLog,
         answerFault,
@@ -139,18 +136,15 @@ export function createApp({
     )
     .use(
       webhookRoutes({
+        ...auth,
         webhooks: stores.webhooks,
-        tokens,
-        limits,
-        body,
-        notes: ops.notes,
         log: storeFaultLog,
         allowPrivate: config.webhookAllowPrivate,
         resolve: resolveWebhookHost,
         fanOut,
       }),
     )
-    .use(tokenRoutes({ tokens, limits, body, notes: ops.notes, clock }));
+    .use(tokenRoutes({ ...auth, clock }));
   routeTable.routes = app.routes;
   return app;
 }

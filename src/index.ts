@@ -1,5 +1,4 @@
-import { createApp, createOps } from "./app";
-import { createChangeFeed } from "./changes/feed";
+import { changeFeedOn, createApp, createOps } from "./app";
 import { type Config, ConfigError, ensureDatabaseFolder, loadConfig } from "./config";
 import { StartupRefusal } from "./core/failures";
 import { faultSummary } from "./core/fault";
@@ -78,35 +77,15 @@ async function main() {
     log,
     metrics: ops.metrics,
   });
-  const hours = (count: number) => count * 3_600_000;
-  const pruners = [
-    createPruner({
-      what: "old webhook deliveries",
-      prune: (before, limit) => stores.webhooks.pruneFinished(before, limit),
-      keepMs: hours(24 * config.webhookRetentionDays),
-      log,
-    }),
-    createPruner({
+  const pruners = (
+    [
+      ["old webhook deliveries", stores.webhooks.pruneFinished, 24 * config.webhookRetentionDays],
       // An expired key is never replayed anyway: this only keeps the table small.
-      what: "expired idempotency keys",
-      prune: (before, limit) => stores.plants.pruneIdempotencyKeys(before, limit),
-      keepMs: hours(config.idempotencyTtlHours),
-      log,
-    }),
-    createPruner({
-      what: "old changes",
-      prune: (before, limit) => stores.changes.prune(before, limit),
-      keepMs: hours(config.changesRetentionHours),
-      log,
-    }),
-  ];
-  const feed = createChangeFeed({
-    store: stores.changes,
-    tokens: stores.tokens,
-    log,
-    perToken: config.changeStreamsPerToken,
-    max: config.maxChangeStreams,
-  });
+      ["expired idempotency keys", stores.plants.pruneIdempotencyKeys, config.idempotencyTtlHours],
+      ["old changes", stores.changes.prune, config.changesRetentionHours],
+    ] as const
+  ).map(([what, prune, hours]) => createPruner({ what, prune, keepMs: hours * 3_600_000, log }));
+  const feed = changeFeedOn(stores, config, log);
   const app = createApp({ stores, config, log, ops, feed, fanOut });
   let running: ReturnType<typeof serve>;
   try {

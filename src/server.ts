@@ -1,4 +1,5 @@
 import type { App, AppOps } from "./app";
+import type { Config } from "./config";
 import { type FaultLog, faultDetail } from "./core/fault";
 import { errorResponse } from "./http/errors";
 import { addressable, UNADDRESSABLE } from "./http/request-target";
@@ -10,14 +11,11 @@ const MAX_DECLARED_BODY_BYTES = 2 ** 31 - 1;
 const DRAIN_POLL_MS = 5;
 const QUIET_POLLS = 3;
 
-export interface ServeOptions {
-  port: number;
-  host: string;
-  idleTimeoutSeconds: number;
+export type ServeOptions = Pick<Config, "port" | "host" | "idleTimeoutSeconds"> & {
   log: FaultLog;
   access: (line: AccessLine) => void;
   ops: AppOps;
-}
+};
 
 export function serve(app: App, { port, host, idleTimeoutSeconds, log, access, ops }: ServeOptions) {
   let draining = false;

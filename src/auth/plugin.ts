@@ -4,6 +4,7 @@ import type { RateAnswer, RateLimiter } from "../core/rate-limit";
 import { andThen, type HotRead, type RequestLimiter, type TokenStore } from "../core/stores";
 import { type AuthenticatedUser, type Scope, scopeBit } from "../core/tokens";
 import { HttpError } from "../http/errors";
+import type { BodyLimits } from "../http/json-body";
 import { type ScopedRoute, scopeOfRoute } from "../http/routes-table";
 import type { RequestNote, RequestNotes } from "../ops/request-id";
 
@@ -35,6 +36,14 @@ export interface AuthLimits {
   trustedProxies: TrustedProxies;
   /** The app's routes, each declaring its scope (the `scope` route option); filled in once they exist. */
   routeTable: { routes: readonly ScopedRoute[] };
+}
+
+/** What a feature's authenticated routes are given besides their own store. */
+export interface AuthDeps {
+  tokens: TokenStore;
+  limits: AuthLimits;
+  body: BodyLimits;
+  notes: RequestNotes;
 }
 
 const expired = (expiresAt: number) =>
@@ -99,7 +108,7 @@ function authenticateRequest(
  * promise: stores that answer at once get a synchronous hook. Each names the context fields it
  * reads, so Elysia prepares only those.
  */
-export function bearerAuth(tokens: TokenStore, limits: AuthLimits, notes: RequestNotes) {
+export function bearerAuth({ tokens, limits, notes }: Pick<AuthDeps, "tokens" | "limits" | "notes">) {
   // Each route names its scope with the route: `{ scope: "plants:read" }`, kept in its OpenAPI security.
   const auth = new Elysia().macro({
     scope: (scope: Scope) => ({ detail: { security: [{ bearerAuth: [scope] }] } }),

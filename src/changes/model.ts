@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { CHANGE_TYPES, type Change } from "../core/changes";
 import { HttpError } from "../http/errors";
-import { Int32Query, Int64, Int64Query, withOwnMessage } from "../http/types";
+import { DateTime, Int32Query, Int64, Int64Query, Integer, withOwnMessage } from "../http/types";
 import { plantJson } from "../plants/fields";
 import { PLANT_FIELDS, plantModels } from "../plants/model";
 
@@ -25,16 +25,12 @@ export const changeModels = {
   Change: withOwnMessage(
     t.Object(
       {
-        seq: t.Unsafe<number>({
-          type: "integer",
-          minimum: 1,
-          description: "Strictly increasing along your log; gaps are allowed",
-        }),
+        seq: Integer("Strictly increasing along your log; gaps are allowed", { minimum: 1 }),
         type: t.Union(
           CHANGE_TYPES.map((type) => t.Literal(type)),
           { description: "What happened to the plant" },
         ),
-        timestamp: t.String({ format: "date-time", description: "When it was written, UTC with milliseconds" }),
+        timestamp: DateTime("When it was written, UTC with milliseconds"),
         data: t.Object(
           { id: Int64({ description: "The plant's id" }), ...plantModels.Plant.properties },
           { description: "The plant after the change (as it was, for plant.deleted)" },

@@ -1,16 +1,16 @@
 import type { Change, ChangeStore } from "../core/changes";
+import { INT64_MAX } from "../core/plant";
 import { HttpError } from "../http/errors";
-import { errorResponses, modelResponse, routeErrors } from "../http/models";
+import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
-import { type OnePlantDeps, plantBase } from "../plants/one-plant-routes";
+import { plantBase } from "../plants/one-plant-routes";
 import type { ChangeFeed } from "./feed";
 import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT, gone, MAX_LIMIT } from "./model";
 
 const PARAMETERS: ReadonlySet<string> = new Set(["after", "limit"]);
 const HINT = "this operation takes after and limit; follow the Link header, or pass after=<the last seq you have>";
 const LAST_EVENT_ID = /^[0-9]{1,19}$/;
-const INT64_MAX = 2n ** 63n - 1n;
 
 /** Last-Event-ID wins over `after`, as a reconnecting EventSource sends it. */
 function streamCursor(request: Request, after: string | undefined): bigint | undefined {
@@ -54,7 +54,7 @@ const CURSOR_HEADER = {
   },
 };
 
-export type ChangeRoutesDeps = Pick<OnePlantDeps, "tokens" | "limits" | "notes"> & {
+export type ChangeRoutesDeps = Parameters<typeof plantBase>[0] & {
   changes: ChangeStore;
   feed: ChangeFeed;
 };
@@ -116,11 +116,9 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
               },
               headers: {
                 ...CURSOR_HEADER,
-                Link: {
-                  description:
-                    'The next page while more changes are there: `</plants/changes?after=42&limit=100>; rel="next"`',
-                  schema: { type: "string" },
-                },
+                ...linkHeader(
+                  'The next page while more changes are there: `</plants/changes?after=42&limit=100>; rel="next"`',
+                ),
               },
             },
             ...routeErrors({

@@ -15,9 +15,10 @@ import {
   type TokenSpec,
   USER_NAME_RULE,
 } from "../core/tokens";
+import { applyMigrations } from "../db/migrations";
 import { BackupError, backupDatabase } from "../db/sqlite/backup";
 import { checkDatabase } from "../db/sqlite/check";
-import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
+import { EMBEDDED_MIGRATIONS, migrationStatus } from "../db/sqlite/migrations";
 import { type Command, type CommandValues, UsageError } from "./command";
 import { CommandError, withDatabase, withStores } from "./database";
 import { appliedMigrations, iso, table, verdict } from "./format";

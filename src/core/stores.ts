@@ -118,20 +118,3 @@ export interface Stores {
   requestLimiter(perMinute: number, clock: Clock): RequestLimiter;
   close(): Promise<void>;
 }
-
-/** Trims rows read with `LIMIT count + 1` (in place) to at most `count`, none past `upTo`. */
-export function trimToPage<Row>(
-  rows: Row[],
-  count: number,
-  upTo: bigint | undefined,
-  idOf: (row: Row) => bigint,
-): { more: boolean; lastId: bigint | undefined } {
-  let more = rows.length > count;
-  if (more) rows.pop();
-  if (upTo !== undefined && rows.length > 0 && idOf(rows.at(-1) as Row) > upTo) {
-    while (rows.length > 0 && idOf(rows.at(-1) as Row) > upTo) rows.pop();
-    more = false;
-  }
-  const last = rows.at(-1);
-  return { more, lastId: last === undefined ? undefined : idOf(last) };
-}

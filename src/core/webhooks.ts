@@ -81,6 +81,13 @@ export const busyJson = (busy: ReadonlyMap<number, number>): string => JSON.stri
 /** An endpoint's `events` column: a JSON array, or null for the interface's plant.created. */
 export const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));
 
+/** An endpoint, and its cursor, as both engines read them: `events` as stored. */
+export type EndpointRow = Omit<WebhookEndpoint, "events"> & { events: string | null };
+export const endpointOf = ({ events, ...row }: EndpointRow): WebhookEndpoint =>
+  events === null ? row : { ...row, events: eventsOf(events) };
+export type CursorRow = Omit<EndpointCursor, "events"> & { events: string | null };
+export const cursorOf = (row: CursorRow): EndpointCursor => ({ ...row, events: eventsOf(row.events) });
+
 /** An attempt as both engines' recordAttempt statements bind it, its time as each engine keeps one. */
 export const attemptParams = <At>(a: AttemptRecord, at: At) => [
   a.deliverySeq,

@@ -1,17 +1,22 @@
+import type { MigrationMeta } from "drizzle-orm/migrator";
 import postgres from "../../drizzle/postgres/migrations.json";
 import sqlite from "../../drizzle/sqlite/migrations.json";
 
-/** As drizzle-kit wrote it and Drizzle's migrator applies it. */
-export interface Migration {
-  sql: string[];
-  bps: boolean;
-  folderMillis: number;
-  hash: string;
-  tag: string;
-}
+/** As drizzle-kit wrote it and Drizzle's migrator applies it, with its name. */
+export type Migration = MigrationMeta & { tag: string };
 
 /** scripts/bundle-migrations.ts writes them from drizzle/<engine>. */
 export const MIGRATIONS: Record<"sqlite" | "postgres", Migration[]> = { sqlite, postgres };
+
+/** Drizzle's own migrator (`dialect` and `session` are its @internal), given bundled migrations rather than a folder. */
+export function applyMigrations(db: object, migrations: Migration[]): unknown {
+  type Internals = {
+    dialect: { migrate(m: Migration[], session: unknown, config: object): unknown };
+    session: unknown;
+  };
+  const { dialect, session } = db as Internals;
+  return dialect.migrate(migrations, session, {});
+}
 
 export interface MigrationStatus {
   applied: number;

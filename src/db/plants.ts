@@ -1,7 +1,7 @@
 // What both engines' plant and change stores share.
 import type { Change, ChangePage } from "../core/changes";
 import type { Plant } from "../core/plant";
-import { type PlantChange, type PlantFilter, type PlantPage, trimToPage } from "../core/stores";
+import type { PlantChange, PlantFilter, PlantPage } from "../core/stores";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
@@ -38,7 +38,7 @@ export function updateParams(ownerId: number, id: bigint, change: PlantChange, f
   return [ownerId, id, ...changes, ...(expected ? valuesOf(expected, fields) : [])];
 }
 
-/** A page of `rows` (count + 1 read, to tell `more`), cut at `upTo`. */
+/** A page of `rows` (count + 1 read, to tell `more`), trimmed in place to none past `upTo`. */
 export function toPage<Row>(
   rows: Row[],
   count: number,
@@ -47,8 +47,16 @@ export function toPage<Row>(
   idOf: (row: Row) => bigint,
   toPlant: (row: Row) => Plant,
 ): PlantPage {
-  const { more, lastId } = trimToPage(rows, count, upTo, idOf);
-  const ids = withIds ? rows.map(idOf) : undefined; // before toPlant, which may drop them
+  let more = rows.length > count;
+  if (more) rows.pop();
+  while (upTo !== undefined && rows.length > 0 && idOf(rows.at(-1) as Row) > upTo) {
+    rows.pop();
+    more = false;
+  }
+  // Before toPlant, which may drop the ids.
+  const last = rows.at(-1);
+  const lastId = last === undefined ? undefined : idOf(last);
+  const ids = withIds ? rows.map(idOf) : undefined;
   return { plants: rows.map(toPlant), ids, lastId, more };
 }
 

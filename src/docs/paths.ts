@@ -62,25 +62,20 @@ function withScope(operation: Operation): Operation {
 }
 
 const RETRY_AFTER = { description: "Whole seconds to wait before retrying", schema: { type: "integer" as const } };
+const wwwAuthenticate = (description: string, required: boolean, example: string) => ({
+  "WWW-Authenticate": { description, required, schema: { type: "string" }, example },
+});
 const STATUS_HEADERS: Record<string, object> = {
-  401: {
-    "WWW-Authenticate": {
-      description:
-        '`Bearer` when no token was sent; `Bearer error="invalid_token"` when it is unknown, revoked or expired',
-      required: true,
-      schema: { type: "string" },
-      example: 'Bearer error="invalid_token"',
-    },
-  },
-  403: {
-    "WWW-Authenticate": {
-      description:
-        'When the token lacks the operation\'s scope (RFC 6750 §3.1): `Bearer error="insufficient_scope", scope="<scope>"`',
-      required: false,
-      schema: { type: "string" },
-      example: 'Bearer error="insufficient_scope", scope="plants:write"',
-    },
-  },
+  401: wwwAuthenticate(
+    '`Bearer` when no token was sent; `Bearer error="invalid_token"` when it is unknown, revoked or expired',
+    true,
+    'Bearer error="invalid_token"',
+  ),
+  403: wwwAuthenticate(
+    'When the token lacks the operation\'s scope (RFC 6750 §3.1): `Bearer error="insufficient_scope", scope="<scope>"`',
+    false,
+    'Bearer error="insufficient_scope", scope="plants:write"',
+  ),
   429: { "Retry-After": { ...RETRY_AFTER, required: true } },
   503: {
     "Retry-After": {

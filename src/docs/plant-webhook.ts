@@ -29,51 +29,47 @@ const RECEIVED = {
   },
 };
 
-/** One change type's webhook, for an endpoint registered with it in `events`. */
-const changeWebhook = (type: string, what: string, operationId: string) => ({
+/** What an endpoint is sent, as Swagger UI lists a route: its words say first that this service does not answer it. */
+const received = (when: string, description: string, operationId: string, body: string, model: string) => ({
   post: {
-    summary: `What your endpoint receives when ${what} (not a route of this service)`,
-    description:
-      `Sent to each of your enabled endpoints registered with \`"events"\` including \`${type}\`, for each ${type} ` +
-      "change in your log, in `seq` order, the body the change itself (`{seq, type, timestamp, data}`, as " +
-      "`GET /plants/changes` shows it): the signature covers its type and `seq`. " +
-      SIGNED,
+    summary: `What your endpoint receives when ${when} (not a route of this service)`,
+    description: `${description} ${SIGNED}`,
     operationId,
     tags: ["webhooks"],
     security: [],
     parameters: SIGNING_HEADERS,
     requestBody: {
-      description: `The ${type} change`,
+      description: body,
       required: true,
-      content: { "application/json": { schema: { $ref: "#/components/schemas/Change" } } },
+      content: { "application/json": { schema: { $ref: `#/components/schemas/${model}` } } },
     },
     responses: RECEIVED,
   },
 });
 
-/** Swagger UI lists a webhook like a route, so its words say first that this service does not answer it. */
+/** One change type's webhook, for an endpoint registered with it in `events`. */
+const changeWebhook = (type: string, what: string, operationId: string) =>
+  received(
+    what,
+    `Sent to each of your enabled endpoints registered with \`"events"\` including \`${type}\`, for each ${type} ` +
+      "change in your log, in `seq` order, the body the change itself (`{seq, type, timestamp, data}`, as " +
+      "`GET /plants/changes` shows it): the signature covers its type and `seq`.",
+    operationId,
+    `The ${type} change`,
+    "Change",
+  );
+
 export const PLANT_WEBHOOK = {
-  "/plant/webhook": {
-    post: {
-      summary: "What your endpoint receives when you create a plant (not a route of this service)",
-      description:
-        "**This is the request the Plant Store sends to YOUR receiver**, at the URL you registered with " +
-        "`POST /webhooks` (without `events`); the service itself has no `/plant/webhook` route, so there is nothing to try here. " +
-        "It is sent to each of your enabled endpoints for every plant you create (a 200 from `POST /plants`, " +
-        "never a 409), with the NewPlant exactly as stored, its id an exact 64-bit integer. " +
-        SIGNED,
-      operationId: "plantCreated",
-      tags: ["webhooks"],
-      security: [],
-      parameters: SIGNING_HEADERS,
-      requestBody: {
-        description: "The plant you created, as stored",
-        required: true,
-        content: { "application/json": { schema: { $ref: "#/components/schemas/NewPlant" } } },
-      },
-      responses: RECEIVED,
-    },
-  },
+  "/plant/webhook": received(
+    "you create a plant",
+    "**This is the request the Plant Store sends to YOUR receiver**, at the URL you registered with " +
+      "`POST /webhooks` (without `events`); the service itself has no `/plant/webhook` route, so there is nothing to try here. " +
+      "It is sent to each of your enabled endpoints for every plant you create (a 200 from `POST /plants`, " +
+      "never a 409), with the NewPlant exactly as stored, its id an exact 64-bit integer.",
+    "plantCreated",
+    "The plant you created, as stored",
+    "NewPlant",
+  ),
   "plant.created": changeWebhook("plant.created", "you create a plant", "plantCreatedChange"),
   "plant.updated": changeWebhook("plant.updated", "one of your plants changes", "plantUpdatedChange"),
   "plant.deleted": changeWebhook("plant.deleted", "you delete a plant", "plantDeletedChange"),

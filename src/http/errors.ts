@@ -84,11 +84,6 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
   },
 };
 
-export function storeFailureResponse(kind: StoreFailureKind): Response {
-  const { status, message, retryAfter } = STORE_FAILURES[kind];
-  return errorResponse(status, message, retryAfter ? { "retry-after": retryAfter } : {});
-}
-
 export interface FaultResponderOptions {
   log(message: string, detail: unknown, request?: Request): void;
   /** Damage to the database turns readiness off. */
@@ -105,7 +100,8 @@ export function faultResponder({ log, health }: FaultResponderOptions) {
       if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
       else if (storeFailure === "io" || storeFailure === "unreachable" || storeFailure === "timeout")
         log("store failure", faultDetail(error), request);
-      return storeFailureResponse(storeFailure);
+      const { status, message, retryAfter } = STORE_FAILURES[storeFailure];
+      return errorResponse(status, message, retryAfter ? { "retry-after": retryAfter } : {});
     }
     const status =
       typeof (error as { status?: unknown }).status === "number" ? (error as { status: number }).status : 500;

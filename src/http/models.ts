@@ -1,10 +1,10 @@
 import { t } from "elysia";
+import { Integer } from "./types";
 
 export const errorModels = {
   Error: t.Object(
     {
-      // Unsafe: t.Integer would be documented as "integer or numeric string".
-      error: t.Unsafe<number>({ type: "integer", description: "The HTTP status code" }),
+      error: Integer("The HTTP status code"),
       message: t.String({ description: "What went wrong, in a sentence a person can act on" }),
     },
     { description: "The body of every error response" },
@@ -48,6 +48,9 @@ export function modelResponse(description: string, model: string, options: { arr
   const ref = { $ref: `#/components/schemas/${model}` };
   return { description, content: json(options.array ? { type: "array", items: ref } : ref) };
 }
+
+/** A list's `Link` header, naming the next page. */
+export const linkHeader = (description: string) => ({ Link: { description, schema: { type: "string" as const } } });
 
 /** What every answer to an authenticated request says of the token's budget (unless the limit is off). */
 export const RATE_LIMIT_HEADERS = {

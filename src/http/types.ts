@@ -95,6 +95,12 @@ export const Int32Query = (
     }),
   );
 
+/** Unsafe: t.Integer is documented as "integer or numeric string", which clients type `string | number`. */
+export const Integer = (description?: string, rule: { minimum?: number } = {}) =>
+  t.Unsafe<number>({ type: "integer", ...rule, ...(description && { description }) });
+
+export const DateTime = (description: string) => t.String({ format: "date-time", description });
+
 /** A JSON body integer from minimum to maximum, a number only (Elysia's t.Integer takes "3" too). */
 export const BoundedInt = (options: { minimum: number; maximum: number; description?: string }) =>
   withOwnMessage(t.Unsafe<number>({ [Kind]: "BoundedInt", type: "integer", ...options }));

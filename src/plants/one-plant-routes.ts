@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
-import { type AuthLimits, bearerAuth } from "../auth/plugin";
+import { type AuthDeps, bearerAuth } from "../auth/plugin";
 import type { Plant } from "../core/plant";
-import type { PlantChange, PlantStore, TokenStore } from "../core/stores";
+import type { PlantChange, PlantStore } from "../core/stores";
 import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
-import { type BodyLimits, jsonBody } from "../http/json-body";
+import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, routeErrors } from "../http/models";
 import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
 import type { Metrics } from "../ops/metrics";
-import type { RequestNotes } from "../ops/request-id";
 import { plantETag } from "./etag";
 import { fieldsOf, plantJson } from "./fields";
 import { FIELDS_DOC, plantIdParams, plantModels, VALUE_FIELDS } from "./model";
@@ -22,20 +21,14 @@ import {
   plantAnswer,
 } from "./route-docs";
 
-export interface OnePlantDeps {
+export interface OnePlantDeps extends AuthDeps {
   plants: PlantStore;
-  tokens: TokenStore;
-  limits: AuthLimits;
-  body: BodyLimits;
-  notes: RequestNotes;
   metrics: Pick<Metrics, "plantDeleted">;
 }
 
 /** The authenticated /plants routes: one auth, one set of models. */
-export const plantBase = ({ tokens, limits, notes }: Pick<OnePlantDeps, "tokens" | "limits" | "notes">) =>
-  new Elysia({ prefix: "/plants", tags: ["plants"] })
-    .use(bearerAuth(tokens, limits, notes))
-    .model({ ...plantModels, ...errorModels });
+export const plantBase = (deps: Parameters<typeof bearerAuth>[0]) =>
+  new Elysia({ prefix: "/plants", tags: ["plants"] }).use(bearerAuth(deps)).model({ ...plantModels, ...errorModels });
 
 const notFound = () => new HttpError(404, "id: you have no plant with this id");
 

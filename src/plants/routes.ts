@@ -2,7 +2,7 @@ import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
 import { type FaultResponder, HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
-import { errorResponses, modelResponse, routeErrors } from "../http/models";
+import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
@@ -102,13 +102,9 @@ export function plantRoutes(deps: PlantRoutesDeps) {
           responses: {
             200: {
               ...modelResponse("Your plants, by id ascending", "Plant", { array: true }),
-              headers: {
-                Link: {
-                  description:
-                    'The next page, when `limit` was given and more plants match: `</plants?limit=20&after=42>; rel="next"` (relative; `tag` kept, percent-encoded, and `fields`)',
-                  schema: { type: "string" },
-                },
-              },
+              headers: linkHeader(
+                'The next page, when `limit` was given and more plants match: `</plants?limit=20&after=42>; rel="next"` (relative; `tag` kept, percent-encoded, and `fields`)',
+              ),
             },
             ...routeErrors({
               400: "A query parameter is out of its range, unknown or given twice (the message names it)",

@@ -1,11 +1,8 @@
 import { t } from "elysia";
 import { EXPIRES_IN_DAYS_MAX, SCOPES, TOKEN_NAME_MAX } from "../core/tokens";
-import { BoundedInt, Int32Query, Text, withOwnMessage } from "../http/types";
+import { BoundedInt, DateTime, Int32Query, Integer, Text, withOwnMessage } from "../http/types";
 
-const time = (description: string) => t.String({ format: "date-time", description });
-const orNull = (description: string) => t.Union([time(description), t.Null()], { description });
-/** Unsafe: t.Integer is documented as "integer or numeric string", which clients type `string | number`. */
-const integer = (description: string) => t.Unsafe<number>({ type: "integer", description });
+const orNull = (description: string) => t.Union([DateTime(description), t.Null()], { description });
 const scopes = (description: string) =>
   t.Array(
     t.Union(
@@ -17,6 +14,15 @@ const scopes = (description: string) =>
 
 const SCOPES_TEXT =
   "`plants:read` (list, get and follow plants), `plants:write` (create, replace, change and delete them), `webhooks` (every /webhooks operation), `tokens` (every /tokens operation)";
+
+/** What both answers say of a token. */
+const listed = {
+  id: Integer("The token's id"),
+  name: t.String(),
+  scopes: scopes("What it may do"),
+  createdAt: DateTime("When it was made, ISO 8601 in UTC"),
+  expiresAt: orNull("When it expires; null: never"),
+};
 
 export const tokenModels = {
   NewToken: withOwnMessage(
@@ -34,21 +40,13 @@ export const tokenModels = {
     }),
   ),
   CreatedToken: t.Object({
-    id: integer("The token's id"),
-    name: t.String(),
-    scopes: scopes("What it may do"),
-    createdAt: time("When it was made, ISO 8601 in UTC"),
-    expiresAt: orNull("When it expires; null: never"),
+    ...listed,
     token: t.String({
       description: "The secret (pst_…): send it as `Authorization: Bearer <token>`. Shown only here.",
     }),
   }),
   Token: t.Object({
-    id: integer("The token's id"),
-    name: t.String(),
-    scopes: scopes("What it may do"),
-    createdAt: time("When it was made, ISO 8601 in UTC"),
-    expiresAt: orNull("When it expires; null: never"),
+    ...listed,
     lastUsedAt: orNull("When it was last used (to the minute); null: never"),
     revokedAt: orNull("When it was revoked; null: it is not"),
     current: t.Boolean({ description: "True for the token this request was made with" }),

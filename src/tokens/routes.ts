@@ -1,20 +1,15 @@
 import { Elysia } from "elysia";
-import { type AuthLimits, bearerAuth } from "../auth/plugin";
-import type { TokenListing, TokenStore } from "../core/stores";
+import { type AuthDeps, bearerAuth } from "../auth/plugin";
+import type { TokenListing } from "../core/stores";
 import { type Clock, expiryAfterDays, scopeBits, scopeNames } from "../core/tokens";
 import { HttpError } from "../http/errors";
-import { type BodyLimits, jsonBody } from "../http/json-body";
+import { jsonBody } from "../http/json-body";
 import { BAD_PATH_ID, errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
-import type { RequestNotes } from "../ops/request-id";
 import { tokenIdParams, tokenModels } from "./model";
 
 const NO_SUCH_TOKEN = "You have no token with this id (another user's are not yours to see)";
 
-export interface TokenRoutesDeps {
-  tokens: TokenStore;
-  limits: AuthLimits;
-  body: BodyLimits;
-  notes: RequestNotes;
+export interface TokenRoutesDeps extends AuthDeps {
   clock: Clock;
 }
 
@@ -25,9 +20,10 @@ function entry({ id, name, scopes, createdAt, expiresAt }: TokenListing) {
 }
 
 /** Each user's own tokens: a token makes only tokens that can do no more, and live no longer, than itself. */
-export function tokenRoutes({ tokens, limits, body: bodyLimits, notes, clock }: TokenRoutesDeps) {
+export function tokenRoutes(deps: TokenRoutesDeps) {
+  const { tokens, body: bodyLimits, clock } = deps;
   return new Elysia({ prefix: "/tokens", tags: ["tokens"] })
-    .use(bearerAuth(tokens, limits, notes))
+    .use(bearerAuth(deps))
     .model({ ...tokenModels, ...errorModels })
     .post(
       "",

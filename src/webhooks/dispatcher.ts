@@ -1,13 +1,17 @@
 import { type FaultLog, faultDetail } from "../core/fault";
 import type { ClaimedDelivery, WebhookStore } from "../core/stores";
-import { type AttemptMetrics, attemptDelivery } from "./attempt";
+import type { AttemptResult } from "../ops/metrics";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
 import type { FanOut } from "./fan-out";
-import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, POLL_MS, WAKE_SPACING_MS } from "./rules";
-import type { Resolver } from "./send";
+import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
+import { type Resolver, sendAttempt } from "./send";
+import { signedHeaders } from "./signing";
 import { waitingDeliveries } from "./waiting";
 
-export type DispatcherMetrics = AttemptMetrics & { setWebhooksPending(value: number): void };
+export interface DispatcherMetrics {
+  webhookAttempt(result: AttemptResult, seconds: number): void;
+  setWebhooksPending(value: number): void;
+}
 
 export interface DispatcherOptions {
   store: WebhookStore;
@@ -79,9 +83,29 @@ export function createDispatcher({
     log(`webhook dispatcher: ${what} failed; retrying at the next poll`, faultDetail(error));
   }
 
-  const attemptOptions = { store, retryDelaysMs, allowPrivate, metrics, timeoutMs, resolve, clock, random };
+  /** Signs, sends and records one attempt; whether it was delivered. Throws only when recording fails. */
+  async function attemptOnce(delivery: ClaimedDelivery): Promise<boolean> {
+    const number = delivery.attempts + 1;
+    const at = clock();
+    const { url, payload: body } = delivery;
+    const headers = signedHeaders(delivery.secret, delivery.id, Math.floor(at / 1000), body);
+    const result = await sendAttempt({ url, body, headers, timeoutMs, allowPrivate, resolve });
+    const { outcome, retryInMs } = outcomeOf(result, number, retryDelaysMs, random);
+    await store.recordAttempt({
+      deliverySeq: delivery.seq,
+      attempt: number,
+      at,
+      statusCode: result.status,
+      durationMs: result.durationMs,
+      error: result.error,
+      outcome,
+      retryInMs,
+    });
+    metrics.webhookAttempt(outcome === "pending" ? "retried" : outcome, result.durationMs / 1000);
+    return outcome === "delivered";
+  }
   const attempt = (delivery: ClaimedDelivery) =>
-    attemptDelivery(delivery, attemptOptions).catch((error) => noteFailure("recording an attempt", error) ?? false);
+    attemptOnce(delivery).catch((error) => noteFailure("recording an attempt", error) ?? false);
 
   async function refreshPending() {
     if (clock() - pendingReadAt < pendingEveryMs) return;

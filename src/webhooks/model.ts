@@ -1,10 +1,7 @@
 import { t } from "elysia";
 import { CHANGE_TYPES } from "../core/changes";
-import { Int32Query, Text, withOwnMessage } from "../http/types";
+import { DateTime, Int32Query, Integer, Text, withOwnMessage } from "../http/types";
 
-const time = (description: string) => t.String({ format: "date-time", description });
-/** Unsafe: t.Integer is documented as "integer or numeric string", which clients type `string | number`. */
-const integer = (description?: string) => t.Unsafe<number>({ type: "integer", ...(description && { description }) });
 const changeType = (description: string) =>
   t.Union(
     CHANGE_TYPES.map((type) => t.Literal(type)),
@@ -29,7 +26,7 @@ export const webhookModels = {
     }),
   ),
   RegisteredWebhook: t.Object({
-    id: integer("The endpoint's id"),
+    id: Integer("The endpoint's id"),
     url: t.String(),
     secret: t.String({
       description:
@@ -37,9 +34,9 @@ export const webhookModels = {
     }),
   }),
   Webhook: t.Object({
-    id: integer("The endpoint's id"),
+    id: Integer("The endpoint's id"),
     url: t.String(),
-    createdAt: time("When it was registered, ISO 8601 in UTC"),
+    createdAt: DateTime("When it was registered, ISO 8601 in UTC"),
     disabled: t.Boolean({ description: "True once the endpoint answered 410 Gone: nothing more is sent to it" }),
     events: t.Optional(events("The change types it was registered for; absent: created plants, as NewPlant")),
   }),
@@ -47,12 +44,12 @@ export const webhookModels = {
     id: t.String({ description: "The delivery's webhook-id header (msg_…), the same on every attempt" }),
     type: changeType("The change it carries"),
     status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
-    attempts: integer("Attempts made so far"),
-    lastStatus: t.Union([integer(), t.Null()], {
+    attempts: Integer("Attempts made so far"),
+    lastStatus: t.Union([Integer(), t.Null()], {
       description: "The last attempt's HTTP status; null when none came",
     }),
-    createdAt: time("When the change was made"),
-    nextAttemptAt: t.Union([time("When it is tried next"), t.Null()], {
+    createdAt: DateTime("When the change was made"),
+    nextAttemptAt: t.Union([DateTime("When it is tried next"), t.Null()], {
       description: "When it is tried next; null once delivered or failed",
     }),
   }),

@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
-import { type AuthLimits, bearerAuth } from "../auth/plugin";
+import { type AuthDeps, bearerAuth } from "../auth/plugin";
 import type { FaultLog } from "../core/fault";
-import type { TokenStore, WebhookStore } from "../core/stores";
+import type { WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
-import { type BodyLimits, jsonBody } from "../http/json-body";
-import { BAD_PATH_ID, errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
+import { jsonBody } from "../http/json-body";
+import { BAD_PATH_ID, errorModels, errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
 import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
-import type { RequestNotes } from "../ops/request-id";
 import { deliveryPages } from "./deliveries-answer";
 import type { FanOut } from "./fan-out";
 import { deliveriesQuery, webhookIdParams, webhookModels } from "./model";
@@ -19,12 +18,8 @@ export const MAX_ENDPOINTS = 10;
 const NO_SUCH_WEBHOOK = "You have no webhook endpoint with this id (another user's are not yours to see)";
 const DELIVERIES_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after"]);
 
-export interface WebhookRoutesDeps {
+export interface WebhookRoutesDeps extends AuthDeps {
   webhooks: WebhookStore;
-  tokens: TokenStore;
-  limits: AuthLimits;
-  body: BodyLimits;
-  notes: RequestNotes;
   log: FaultLog;
   allowPrivate: boolean;
   resolve?: Resolver;
@@ -49,19 +44,10 @@ async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolve
   return url.href;
 }
 
-export function webhookRoutes({
-  webhooks,
-  tokens,
-  limits,
-  body: bodyLimits,
-  notes,
-  log,
-  allowPrivate,
-  resolve,
-  fanOut,
-}: WebhookRoutesDeps) {
+export function webhookRoutes(deps: WebhookRoutesDeps) {
+  const { webhooks, body: bodyLimits, log, allowPrivate, resolve, fanOut } = deps;
   return new Elysia({ prefix: "/webhooks", tags: ["webhooks"] })
-    .use(bearerAuth(tokens, limits, notes))
+    .use(bearerAuth(deps))
     .model({ ...webhookModels, ...errorModels })
     .post(
       "",
@@ -158,12 +144,7 @@ export function webhookRoutes({
           responses: {
             200: {
               ...modelResponse("The endpoint's deliveries, oldest first", "Delivery", { array: true }),
-              headers: {
-                Link: {
-                  description: 'The next page, when `limit` was given and more deliveries follow (`rel="next"`)',
-                  schema: { type: "string" },
-                },
-              },
+              headers: linkHeader('The next page, when `limit` was given and more deliveries follow (`rel="next"`)'),
             },
             ...routeErrors({
               400: `${BAD_PATH_ID}, or \`limit\` or \`after\` is invalid, or another query parameter was given`,

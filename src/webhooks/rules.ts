@@ -23,19 +23,6 @@ export const POLL_MS = 1_000;
 /** A burst of creates costs one claim each 25 ms. */
 export const WAKE_SPACING_MS = 25;
 
-/** The configured delay ±10 %, never less than Retry-After asked. */
-function retryDelay(
-  delays: readonly number[],
-  attempt: number,
-  retryAfterMs: number | undefined,
-  random: () => number,
-): number | undefined {
-  const base = delays[attempt - 1];
-  if (base === undefined) return undefined;
-  const jittered = Math.round(base * (0.9 + 0.2 * random()));
-  return Math.max(jittered, retryAfterMs ?? 0);
-}
-
 export function outcomeOf(
   result: { status?: number; retryAfterMs?: number },
   attempt: number,
@@ -46,6 +33,9 @@ export function outcomeOf(
   if (status !== undefined && status >= 200 && status < 300) return { outcome: "delivered", retryInMs: undefined };
   // 410 Gone: the receiver asks for no more; the endpoint is disabled with it (the attempt trigger).
   if (status === 410) return { outcome: "failed", retryInMs: undefined };
-  const retryInMs = retryDelay(delays, attempt, result.retryAfterMs, random);
-  return retryInMs === undefined ? { outcome: "failed", retryInMs } : { outcome: "pending", retryInMs };
+  const base = delays[attempt - 1];
+  if (base === undefined) return { outcome: "failed", retryInMs: undefined };
+  // The configured delay ±10 %, never less than Retry-After asked.
+  const jittered = Math.round(base * (0.9 + 0.2 * random()));
+  return { outcome: "pending", retryInMs: Math.max(jittered, result.retryAfterMs ?? 0) };
 }

@@ -1,7 +1,7 @@
 import { SQL } from "bun";
 import type { DatabaseTarget } from "../../core/database";
 import { StartupRefusal } from "../../core/failures";
-import { compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
+import { applyMigrations, compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
 import { MIGRATION_SQL } from "./queries";
 
 export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
@@ -65,7 +65,7 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
           "the database holds a plants table but no Plant Store migrations: it is not ours; give DATABASE_URL an empty database",
         );
       }
-      if (status.pending.length > 0) await applyMigrations(reserved, migrations);
+      if (status.pending.length > 0) await applyPending(reserved, migrations);
       return status.pending;
     } finally {
       await reserved.unsafe(MIGRATION_SQL.unlock, [MIGRATION_LOCK]).catch(() => {});
@@ -76,11 +76,7 @@ export async function migrate(client: SQL, migrations = EMBEDDED_MIGRATIONS): Pr
 }
 
 /** Loaded only when something is pending: Drizzle's pg-core costs every start that loads it. */
-async function applyMigrations(connection: SQL, migrations: Migration[]): Promise<void> {
+async function applyPending(connection: SQL, migrations: Migration[]): Promise<void> {
   const { drizzle } = await import("drizzle-orm/bun-sql");
-  const { dialect, session } = drizzle({ client: connection }) as unknown as {
-    dialect: { migrate(m: Migration[], s: unknown, c: object): Promise<void> };
-    session: unknown;
-  };
-  await dialect.migrate(migrations, session, {});
+  await applyMigrations(drizzle({ client: connection }), migrations);
 }

@@ -12,6 +12,12 @@ export const users = pgTable("users", {
   changesPrunedThrough: bigint("changes_pruned_through", { mode: "number" }).notNull().default(0),
 });
 
+/** A user's id, the row's owner. */
+const userRef = (name: string) =>
+  integer(name)
+    .notNull()
+    .references(() => users.id);
+
 const plantColumns = () => ({
   id: bigint("id", { mode: "bigint" }).notNull(),
   name: text("name").notNull(),
@@ -22,9 +28,7 @@ export const tokens = pgTable(
   "tokens",
   {
     id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
-    userId: integer("user_id")
-      .notNull()
-      .references(() => users.id),
+    userId: userRef("user_id"),
     hash: text("hash").notNull().unique(),
     createdAt: time("created_at").notNull(),
     lastUsedAt: time("last_used_at"),
@@ -39,9 +43,7 @@ export const tokens = pgTable(
 export const plants = pgTable(
   "plants",
   {
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => users.id),
+    ownerId: userRef("owner_id"),
     ...plantColumns(),
   },
   // Partial, unlike SQLite's: whole, a generic plan would read a large owner's untagged list from
@@ -81,9 +83,7 @@ export const webhooks = pgTable(
   "webhooks",
   {
     id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => users.id),
+    ownerId: userRef("owner_id"),
     url: text("url").notNull(),
     secret: text("secret").notNull(),
     createdAt: time("created_at").notNull(),
@@ -145,9 +145,7 @@ export const webhookAttempts = pgTable(
 export const idempotencyKeys = pgTable(
   "idempotency_keys",
   {
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => users.id),
+    ownerId: userRef("owner_id"),
     key: text("key").notNull(),
     requestHash: text("request_hash").notNull(),
     status: integer("status").notNull(),

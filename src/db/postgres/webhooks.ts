@@ -1,21 +1,11 @@
 import type { SQL } from "bun";
-import type {
-  ClaimedDelivery,
-  DeliveryListing,
-  EndpointCursor,
-  WebhookEndpoint,
-  WebhookStore,
-} from "../../core/stores";
-import { attemptParams, busyJson, eventsOf } from "../../core/webhooks";
+import type { ClaimedDelivery, DeliveryListing, WebhookStore } from "../../core/stores";
+import { attemptParams, busyJson, type CursorRow, cursorOf, type EndpointRow, endpointOf } from "../../core/webhooks";
 import { countOf } from "./client";
 import { WEBHOOK_SQL } from "./webhook-queries";
 
 /** The advisory lock's key space ("wh") for the per-owner lock that keeps the endpoint cap across instances. */
 const REGISTER_LOCK_SPACE = 0x7768;
-
-type EndpointRow = Omit<WebhookEndpoint, "events"> & { events: string | null };
-const toEndpoint = ({ events, ...row }: EndpointRow): WebhookEndpoint =>
-  events === null ? row : { ...row, events: eventsOf(events) };
 
 /** `settle` stamps the changes still in the inbox, so a new endpoint's cursor is past every change made before it. */
 export function createPostgresWebhookStore(
@@ -33,10 +23,10 @@ export function createPostgresWebhookStore(
         const [row] = (await tx.unsafe(WEBHOOK_SQL.register, [ownerId, url, secret, new Date(clock()), given])) as [
           EndpointRow,
         ];
-        return { ...toEndpoint(row), secret };
+        return { ...endpointOf(row), secret };
       });
     },
-    list: async (ownerId) => ((await client.unsafe(WEBHOOK_SQL.listOwn, [ownerId])) as EndpointRow[]).map(toEndpoint),
+    list: async (ownerId) => ((await client.unsafe(WEBHOOK_SQL.listOwn, [ownerId])) as EndpointRow[]).map(endpointOf),
     remove: async (ownerId, id) => (await client.unsafe(WEBHOOK_SQL.remove, [ownerId, id])).length > 0,
     async deliveries(ownerId, webhookId, after, count) {
       type PageRow = DeliveryListing & { found: number; started: boolean };
@@ -51,11 +41,10 @@ export function createPostgresWebhookStore(
     },
 
     async behind({ count, circuitFailures, ownerId }) {
-      type CursorRow = Omit<EndpointCursor, "events"> & { events: string | null };
       const rows = (await (ownerId === undefined
         ? client.unsafe(WEBHOOK_SQL.behind, [circuitFailures, count])
         : client.unsafe(WEBHOOK_SQL.behindOwner, [ownerId]))) as CursorRow[];
-      return rows.map((row) => ({ ...row, events: eventsOf(row.events) }));
+      return rows.map(cursorOf);
     },
     fanOut: async (endpointId, from, to, deliveries) =>
       (await countOf(client, WEBHOOK_SQL.fanOut, [endpointId, from, to, JSON.stringify(deliveries)])) > 0,

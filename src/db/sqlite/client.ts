@@ -1,7 +1,8 @@
 import { Database } from "bun:sqlite";
 import { type BunSQLiteDatabase, drizzle } from "drizzle-orm/bun-sqlite";
 import type { SynchronousMode } from "../../core/database";
-import { applyMigrations, EMBEDDED_MIGRATIONS, migrationStatus } from "./migrations";
+import { applyMigrations } from "../migrations";
+import { EMBEDDED_MIGRATIONS, migrationStatus } from "./migrations";
 import { refuseForeignDatabase } from "./ownership";
 import * as schema from "./schema";
 

@@ -1,16 +1,13 @@
-export type IntegrityReport = { damaged: true; findings: string[] } | { damaged: false; failed?: string };
+import { threadScript } from "./writer-protocol";
 
-/** The thread's script; in a compiled binary, under the path it has below src/ (package.json's build). */
-const WORKER_URL = import.meta.url.includes("/$bunfs/")
-  ? new URL("./db/sqlite/integrity-worker.ts", import.meta.url)
-  : new URL("./integrity-worker.ts", import.meta.url);
+export type IntegrityReport = { damaged: true; findings: string[] } | { damaged: false; failed?: string };
 
 /**
  * Reads every page once, on its own thread (integrity-worker.ts): start-up reads only the header
  * and schema, so deeper damage would stay unseen until a request read it.
  */
 export function checkIntegrity(path: string): { report: Promise<IntegrityReport>; stop(): void } {
-  const worker = new Worker(WORKER_URL);
+  const worker = new Worker(threadScript("integrity-worker.ts"));
   const { promise, resolve } = Promise.withResolvers<IntegrityReport>();
   worker.onmessage = (event: MessageEvent<IntegrityReport>) => resolve(event.data);
   worker.onerror = (event) => resolve({ damaged: false, failed: event.message });

@@ -24,6 +24,12 @@ export const users = sqliteTable("users", {
   changesPrunedThrough: integer("changes_pruned_through").notNull().default(0),
 });
 
+/** A user's id, the row's owner. */
+const userRef = (name: string) =>
+  integer(name)
+    .notNull()
+    .references(() => users.id);
+
 /** A plant's own columns, declared once: the plants table and the change log both hold them. */
 const plantColumns = () => ({
   id: int64("id").notNull(),
@@ -35,9 +41,7 @@ export const tokens = sqliteTable(
   "tokens",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    userId: integer("user_id")
-      .notNull()
-      .references(() => users.id),
+    userId: userRef("user_id"),
     /** SHA-256 of the token, hex; the token itself is never stored. */
     hash: text("hash").notNull().unique(),
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
@@ -55,9 +59,7 @@ export const tokens = sqliteTable(
 export const plants = sqliteTable(
   "plants",
   {
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => users.id),
+    ownerId: userRef("owner_id"),
     ...plantColumns(),
   },
   // The key serves the per-owner list in id order; the tag index holds the name too, so a tagged
@@ -90,9 +92,7 @@ export const webhooks = sqliteTable(
   "webhooks",
   {
     id: integer("id").primaryKey({ autoIncrement: true }),
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => users.id),
+    ownerId: userRef("owner_id"),
     url: text("url").notNull(),
     secret: text("secret").notNull(),
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
@@ -166,9 +166,7 @@ export const webhookAttempts = sqliteTable(
 export const idempotencyKeys = sqliteTable(
   "idempotency_keys",
   {
-    ownerId: integer("owner_id")
-      .notNull()
-      .references(() => users.id),
+    ownerId: userRef("owner_id"),
     key: text("key").notNull(),
     /** SHA-256 of the request (method, path and the plant sent), hex: another body with the key is a 422. */
     requestHash: text("request_hash").notNull(),

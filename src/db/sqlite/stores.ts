@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { closeSync, openSync } from "node:fs";
-import type { SynchronousMode } from "../../core/database";
+import { SYNCHRONOUS_MODES, type SynchronousMode } from "../../core/database";
 import type { StoreFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { DAMAGED_CHECK_LOG_MESSAGE } from "../../core/health";
@@ -27,7 +27,7 @@ export interface SqliteStoreOptions {
 /** For the writer thread's own connection. */
 function synchronousOf(sqlite: Database): SynchronousMode {
   const level = sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
-  return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level ?? 2] ?? "FULL";
+  return SYNCHRONOUS_MODES[level ?? 2] ?? "FULL";
 }
 
 /** The WAL index for the writer thread's checkpoint (writer-worker.ts); without it, SQLite's own runs. */

@@ -1,6 +1,6 @@
 // Bound values in a WHERE or LIMIT are written `(?n + 0)` or `(?n || '')`, as queries.ts says why.
 
-const ENDPOINT = "id, url, created_at AS createdAt, disabled_at AS disabledAt, events";
+const ENDPOINT = "id, url, created_at AS createdAt, disabled_at IS NOT NULL AS disabled, events";
 const DELIVERY =
   "id, type, status, attempts, last_status AS lastStatus, created_at AS createdAt, next_attempt_at AS nextAttemptAt";
 const CURSOR = "w.id, w.owner_id AS ownerId, w.change_cursor AS cursor, w.events";

@@ -1,55 +1,21 @@
 import type { Database } from "bun:sqlite";
-import type { ChangeType } from "../../core/changes";
-import type {
-  ClaimedDelivery,
-  DeliveryListing,
-  DeliveryStatus,
-  EndpointCursor,
-  RedeliverOutcome,
-  WebhookEndpoint,
-  WebhookStore,
-} from "../../core/stores";
-import { attemptParams, busyJson, eventsOf } from "../../core/webhooks";
+import type { ClaimedDelivery, DeliveryListing, RedeliverOutcome, WebhookStore } from "../../core/stores";
+import { attemptParams, busyJson, type CursorRow, cursorOf, type EndpointRow, endpointOf } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
 import { countRows, type Writer } from "./writer";
 
-interface EndpointRow {
-  id: number;
-  url: string;
-  createdAt: number;
-  disabledAt: number | null;
-  events: string | null;
-}
-
-interface DeliveryRow {
-  id: string;
-  type: ChangeType;
-  status: DeliveryStatus;
-  attempts: number;
-  lastStatus: number | null;
+/** Times as SQLite keeps them, ms; a boolean as 0 or 1. */
+type SqliteEndpoint = Omit<EndpointRow, "createdAt" | "disabled"> & { createdAt: number; disabled: number };
+type DeliveryRow = Omit<DeliveryListing, "createdAt" | "nextAttemptAt"> & {
   createdAt: number;
   nextAttemptAt: number | null;
-}
+};
 
-const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
-  id: row.id,
-  url: row.url,
-  createdAt: new Date(row.createdAt),
-  disabled: row.disabledAt !== null,
-  ...(row.events === null ? {} : { events: eventsOf(row.events) }),
-});
-
-const toCursor = (row: Omit<EndpointCursor, "events"> & { events: string | null }): EndpointCursor => ({
-  ...row,
-  events: eventsOf(row.events),
-});
+const toEndpoint = (row: SqliteEndpoint) =>
+  endpointOf({ ...row, createdAt: new Date(row.createdAt), disabled: row.disabled === 1 });
 
 const toDelivery = (row: DeliveryRow): DeliveryListing => ({
-  id: row.id,
-  type: row.type,
-  status: row.status,
-  attempts: row.attempts,
-  lastStatus: row.lastStatus,
+  ...row,
   createdAt: new Date(row.createdAt),
   nextAttemptAt: row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt),
 });
@@ -59,7 +25,7 @@ const PENDING_STEP = 5_000;
 
 /** The dispatcher's writes are bookkeeping: they never take a client's place in the queue. */
 export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock: () => number): WebhookStore {
-  const listOwn = sqlite.prepare<EndpointRow, [number]>(SQL.listOwn);
+  const listOwn = sqlite.prepare<SqliteEndpoint, [number]>(SQL.listOwn);
   const ownEndpoint = sqlite.prepare<{ id: number }, [number, number]>(SQL.ownEndpoint);
   const seqOf = sqlite.prepare<{ seq: number }, [number, string]>(SQL.seqOf);
   const page = sqlite.prepare<DeliveryRow, [number, number, number]>(SQL.page);
@@ -73,13 +39,12 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
   const endpointExists = sqlite.prepare<{ id: number }, [number]>(SQL.endpointExists);
   const failed = sqlite.prepare<DeliveryRow & { lastError: string | null }, [number]>(SQL.failed);
   const deliveryState = sqlite.prepare<{ status: string; disabledAt: number | null }, [string]>(SQL.deliveryState);
-  type CursorRow = Parameters<typeof toCursor>[0];
   const behind = sqlite.prepare<CursorRow, [number, number]>(SQL.behind);
   const behindOwner = sqlite.prepare<CursorRow, [number]>(SQL.behindOwner);
 
   return {
     async register(ownerId, url, secret, max, events) {
-      const row = await writes.run<EndpointRow | null>({
+      const row = await writes.run<SqliteEndpoint | null>({
         sql: SQL.register,
         mode: "get",
         params: [ownerId, url, secret, clock(), max, events === undefined ? null : JSON.stringify(events)],
@@ -103,7 +68,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
     },
 
     behind: async ({ count, circuitFailures, ownerId }) =>
-      (ownerId === undefined ? behind.all(circuitFailures, count) : behindOwner.all(ownerId)).map(toCursor),
+      (ownerId === undefined ? behind.all(circuitFailures, count) : behindOwner.all(ownerId)).map(cursorOf),
 
     async fanOut(endpointId, from, to, deliveries) {
       const moved = await writes.run(

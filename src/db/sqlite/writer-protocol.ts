@@ -1,6 +1,10 @@
 import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../../core/failures";
 import type { Steps, Write } from "./writer";
 
+/** A thread's script beside this file; in a compiled binary, under the path it has below src/ (package.json's build). */
+export const threadScript = (name: string) =>
+  new URL(import.meta.url.includes("/$bunfs/") ? `./db/sqlite/${name}` : `./${name}`, import.meta.url);
+
 export type ToWriter =
   | {
       type: "init";

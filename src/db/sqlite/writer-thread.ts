@@ -3,7 +3,7 @@ import type { SynchronousMode } from "../../core/database";
 import { type StoreFailureKind, StoreUnavailable } from "../../core/failures";
 import { readSnapshot, type TurnEnd } from "./snapshot";
 import type { Steps, Write, Writer } from "./writer";
-import { type FromWriter, fromWire, type ToWriter } from "./writer-protocol";
+import { type FromWriter, fromWire, type ToWriter, threadScript } from "./writer-protocol";
 
 export interface WriterThreadOptions {
   path: string;
@@ -34,11 +34,6 @@ interface Waiting {
 const RESPAWN_EVERY_MS = 1_000;
 const PROBE_EVERY_MS = 1_000;
 
-/** The thread's script; in a compiled binary, under the path it has below src/ (package.json's build). */
-const WORKER_URL = import.meta.url.includes("/$bunfs/")
-  ? new URL("./db/sqlite/writer-worker.ts", import.meta.url)
-  : new URL("./writer-worker.ts", import.meta.url);
-
 /**
  * Group commit on a thread of its own (docs/decisions/0001-group-commit.md), so fsyncs do not hold
  * up the event loop. The cap on queued writes is kept here, so a refusal costs no message.
@@ -60,7 +55,7 @@ export function startWriterThread(options: WriterThreadOptions): Writer {
   const reads = readSnapshot(options.reads, options.atTurnEnd, () => stopping || Atomics.load(checkpointing, 0) === 1);
 
   function spawn(): Worker {
-    const thread = new Worker(options.script ?? WORKER_URL);
+    const thread = new Worker(options.script ?? threadScript("writer-worker.ts"));
     thread.onmessage = (event: MessageEvent<FromWriter>) => receive(event.data);
     thread.onerror = (event) => crashed(thread, event.error ?? new Error(event.message));
     thread.addEventListener("close", () => crashed(thread, new Error("the writer thread exited")));
