@@ -1,17 +1,12 @@
 import { type FaultLog, faultDetail } from "../core/fault";
 import type { ClaimedDelivery, WebhookStore } from "../core/stores";
-import type { AttemptResult } from "../ops/metrics";
+import type { Metrics } from "../ops/metrics";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
 import type { FanOut } from "./fan-out";
 import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
 import { type Resolver, sendAttempt } from "./send";
 import { signedHeaders } from "./signing";
 import { waitingDeliveries } from "./waiting";
-
-export interface DispatcherMetrics {
-  webhookAttempt(result: AttemptResult, seconds: number): void;
-  setWebhooksPending(value: number): void;
-}
 
 export interface DispatcherOptions {
   store: WebhookStore;
@@ -20,7 +15,7 @@ export interface DispatcherOptions {
   retryDelaysMs: readonly number[];
   allowPrivate: boolean;
   log: FaultLog;
-  metrics: DispatcherMetrics;
+  metrics: Pick<Metrics, "webhookAttempt" | "setWebhooksPending">;
   pollMs?: number;
   /** Attempts in flight at once; a hanging receiver holds one slot for at most the timeout. */
   concurrency?: number;
