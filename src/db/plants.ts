@@ -3,9 +3,18 @@ import { getTableColumns, type Table } from "drizzle-orm";
 import type { Change, ChangePage } from "../core/changes";
 import type { Plant } from "../core/plant";
 import type { PlantChange, PlantFilter, PlantPage } from "../core/stores";
+import { nextTurn } from "../core/timers";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
+
+/** What an engine's plant store is given besides its connection. */
+export interface PlantStoreOptions {
+  clock: () => number;
+  /** Told after each write that may have logged a change, once committed (PostgreSQL stamps its seq then). */
+  logged: () => void;
+  listChunkSize?: number;
+}
 
 /** The four filter shapes, each its own statement: with or without a cursor, with or without a tag. */
 export const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
@@ -89,7 +98,7 @@ export async function nthId(
     const last = found[step - 1] as bigint;
     if (left === 0) return { id: last, more: found.length > step };
     after = last;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
 }
 

@@ -2,7 +2,7 @@ import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
-import { nthId, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
+import { nthId, type PlantStoreOptions, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
 import { CHANGE_SQL, IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
 import { countRows, type Write, type Writer } from "./writer";
 
@@ -21,13 +21,6 @@ const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
     field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
   );
 
-export interface SqlitePlantStoreOptions {
-  clock: () => number;
-  /** Told after each write that may have logged a change, once committed. */
-  logged: () => void;
-  listChunkSize?: number;
-}
-
 /**
  * Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round
  * them. Every write that changes a plant logs the change in its own savepoint (CHANGE_SQL).
@@ -35,7 +28,7 @@ export interface SqlitePlantStoreOptions {
 export function createSqlitePlantStore(
   sqlite: Database,
   writes: Writer,
-  { clock, logged, listChunkSize = LIST_CHUNK_SIZE }: SqlitePlantStoreOptions,
+  { clock, logged, listChunkSize = LIST_CHUNK_SIZE }: PlantStoreOptions,
 ): PlantStore {
   const lists = SHAPES.map((shape) => ({
     rows: sqlite.prepare<Row, SQLQueryBindings[]>(listSql(shape, false)).safeIntegers(true),

@@ -94,7 +94,8 @@ export const IDEMPOTENCY_SQL = {
     ) RETURNING 1`,
 };
 
-const TOKEN_FIELDS = "t.id, u.name AS user, t.name, t.scopes, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
+const TOKEN_FIELDS = `t.id, u.name AS user, t.name, t.scopes, t.created_at AS createdAt, t.expires_at AS expiresAt,
+  t.last_used_at AS lastUsedAt, t.revoked_at AS revokedAt`;
 
 export const TOKEN_SQL = {
   findActive:
