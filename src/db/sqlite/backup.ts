@@ -38,13 +38,9 @@ function countRows(path: string): Record<string, number> {
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' ORDER BY name",
       )
       .all();
-    return Object.fromEntries(
-      tables.map(({ name }) => [
-        name,
-        copy.query<{ rows: number }, []>(`SELECT count(*) AS rows FROM "${name.replaceAll('"', '""')}"`).get()?.rows ??
-          0,
-      ]),
-    );
+    const count = (name: string) =>
+      copy.query<{ rows: number }, []>(`SELECT count(*) AS rows FROM "${name.replaceAll('"', '""')}"`).get()?.rows ?? 0;
+    return Object.fromEntries(tables.map(({ name }) => [name, count(name)]));
   } finally {
     copy.close();
   }

@@ -1,5 +1,5 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
+import { type KeptAnswer, type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
 import { nthId, type PlantStoreOptions, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
@@ -14,6 +14,9 @@ function toPlant(row: Row): Plant {
   for (const key in row) if (row[key] === null) row[key] = undefined;
   return row as unknown as Plant;
 }
+
+/** A kept answer as IDEMPOTENCY_SQL.record binds it. */
+const answerValues = ({ status, body, etag }: KeptAnswer) => [status, body, etag ?? null];
 
 /** A new plant's values, in PLANT_FIELDS' order. */
 const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
@@ -72,21 +75,13 @@ export function createSqlitePlantStore(
     /** Never busy: one process owns the file, and the route lets one request per key in at a time. */
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
       const { key, created, taken } = keyed;
+      const record = [ownerId, key, keyed.requestHash, ...answerValues(created), ...answerValues(taken), keyed.at];
       const row = await writes.run<KeptRow & { fresh: number }>({
         steps: [
           { sql: IDEMPOTENCY_SQL.dropExpired, mode: "run", params: [ownerId, key, keyed.expiredAt] },
           { sql: IDEMPOTENCY_SQL.insertPlant, mode: "run", params: [ownerId, key, ...plantValues(plant)] },
           log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created"),
-          {
-            sql: IDEMPOTENCY_SQL.record,
-            mode: "run",
-            params: [ownerId, key, keyed.requestHash, created.status, created.body, created.etag ?? null].concat([
-              taken.status,
-              taken.body,
-              taken.etag ?? null,
-              keyed.at,
-            ]),
-          },
+          { sql: IDEMPOTENCY_SQL.record, mode: "run", params: record },
           { sql: IDEMPOTENCY_SQL.read, mode: "get", params: [ownerId, key] },
         ],
       });
