@@ -15,6 +15,9 @@ function toPlant(row: Row): Plant {
   return row as unknown as Plant;
 }
 
+/** A write whose row comes back with the plant's id exact. */
+const plantWrite = (sql: string, params: SQLQueryBindings[]): Write => ({ sql, mode: "get", params, exact: true });
+
 /** A kept answer as IDEMPOTENCY_SQL.record binds it. */
 const answerValues = ({ status, body, etag }: KeptAnswer) => [status, body, etag ?? null];
 
@@ -61,12 +64,7 @@ export function createSqlitePlantStore(
   return {
     listChunkSize,
     async createPlant(ownerId: number, plant: NewPlant) {
-      const insert: Write = {
-        sql: PLANT_SQL.insert,
-        mode: "get",
-        params: [ownerId, ...plantValues(plant)],
-        exact: true,
-      };
+      const insert = plantWrite(PLANT_SQL.insert, [ownerId, ...plantValues(plant)]);
       const created = log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created");
       const row = await logging<Row | null>([insert, created], 0);
       return row ? toPlant(row) : undefined;
@@ -110,9 +108,8 @@ export function createSqlitePlantStore(
     },
 
     async updatePlant(ownerId, id, change, expected) {
-      const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
       const params = updateParams(ownerId, id, change, VALUE_FIELDS, expected);
-      const update: Write = { sql, mode: "get", params, exact: true };
+      const update = plantWrite(expected ? PLANT_SQL.updateIf : PLANT_SQL.update, params);
       const row = await logging<Row | null>([update, log(CHANGE_SQL.logAfter, ownerId, id, "plant.updated")], 0);
       if (row) return toPlant(row);
       const current = get.get(ownerId, id);
@@ -121,12 +118,7 @@ export function createSqlitePlantStore(
 
     async deletePlant(ownerId: number, id: bigint, expected?: Plant) {
       const was = expected ? valuesOf(expected, VALUE_FIELDS) : [];
-      const remove: Write = {
-        sql: expected ? PLANT_SQL.deleteIf : PLANT_SQL.delete,
-        mode: "get",
-        params: [ownerId, id, ...was],
-        exact: true,
-      };
+      const remove = plantWrite(expected ? PLANT_SQL.deleteIf : PLANT_SQL.delete, [ownerId, id, ...was]);
       const deleted = log(CHANGE_SQL.logBefore(expected !== undefined), ownerId, id, "plant.deleted", was);
       return Boolean(await logging([deleted, remove], 1));
     },
