@@ -113,16 +113,8 @@ export function createApp({
       const refusal = refuseEarly(request);
       if (refusal) return refusal;
     })
-    .use(apiDocs({ persistAuthorization: config.swaggerPersistAuthorization }))
-    .use(
-      opsRoutes({
-        lifecycle: ops.lifecycle,
-        pingDatabase: status.ping,
-        storeProblem: status.problem,
-        health,
-        log,
-      }),
-    )
+    .use(apiDocs(config.swaggerPersistAuthorization))
+    .use(opsRoutes({ lifecycle: ops.lifecycle, status, health, log }))
     .use(changeRoutes({ ...auth, changes: stores.changes, feed }))
     .use(
       plantRoutes({

@@ -10,11 +10,9 @@ try {
   if (error instanceof UsageError) {
     console.error(`plant-store: ${error.message}\n\n${error.command ? usage(error.command) : overview()}`);
     process.exitCode = 2;
-  } else if (error instanceof ConfigError || error instanceof CommandError) {
-    console.error(`plant-store: ${error.message}`);
-    process.exitCode = 1;
   } else {
-    console.error(`plant-store: ${faultSummary(error)}`);
+    const worded = error instanceof ConfigError || error instanceof CommandError;
+    console.error(`plant-store: ${worded ? error.message : faultSummary(error)}`);
     process.exitCode = 1;
   }
 }

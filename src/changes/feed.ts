@@ -1,5 +1,6 @@
 import type { ChangeStore } from "../core/changes";
 import { type FaultLog, faultDetail } from "../core/fault";
+import { INT64_MAX } from "../core/plant";
 import type { TokenStore } from "../core/stores";
 import { systemTimers, type Timers } from "../core/timers";
 import { HttpError } from "../http/errors";
@@ -10,8 +11,14 @@ import { ChangeStream, eventBytes } from "./stream";
 const PAGE = 1000;
 /** A stream's backlog is read this many at a time, each page once its reader has room for it. */
 const CATCH_UP_PAGE = 200;
-/** Past any seq: the read that only asks for the owner's cursor. */
-const LATEST = 2n ** 63n - 1n;
+/** A comment line after this long without an event (SPEC: at least every 15 s). */
+const HEARTBEAT_MS = 10_000;
+/** How often the tokens of open streams are checked (SPEC: a revoked one's streams end within 5 s). */
+const TOKEN_CHECK_MS = 2_500;
+/** The slow poll beside the wake-ups: another process's writes, a missed notification. */
+const POLL_MS = 1_000;
+/** A reader this far behind is closed; it resumes with Last-Event-ID. */
+const MAX_BEHIND_BYTES = 1024 * 1024;
 const OPENED = new TextEncoder().encode(": ok\n\n");
 const RETRY = { "retry-after": "5" };
 
@@ -23,32 +30,13 @@ export interface FeedOptions {
   perToken: number;
   max: number;
   timers?: Timers;
-  /** A comment line after this long without an event (SPEC: at least every 15 s). */
-  heartbeatMs?: number;
-  /** How often the tokens of open streams are checked (SPEC: a revoked one's streams end within 5 s). */
-  tokenCheckMs?: number;
-  /** The slow poll beside the wake-ups: another process's writes, a missed notification. */
-  pollMs?: number;
-  /** A reader this far behind is closed; it resumes with Last-Event-ID. */
-  maxBehindBytes?: number;
 }
 
 /**
  * The live side of the change log: open streams by owner, and one read of the log per wake-up (a
  * commit here, a notification from another instance, or the slow poll) fanned out to them all.
  */
-export function createChangeFeed({
-  store,
-  tokens,
-  log,
-  perToken,
-  max,
-  timers = systemTimers,
-  heartbeatMs = 10_000,
-  tokenCheckMs = 2_500,
-  pollMs = 1_000,
-  maxBehindBytes = 1024 * 1024,
-}: FeedOptions) {
+export function createChangeFeed({ store, tokens, log, perToken, max, timers = systemTimers }: FeedOptions) {
   const byOwner = new Map<number, Set<ChangeStream>>();
   const byToken = new Map<number, number>();
   let open = 0;
@@ -122,10 +110,10 @@ export function createChangeFeed({
   function tick() {
     if (stopped) return;
     const now = timers.now();
-    for (const streams of byOwner.values()) for (const stream of streams) stream.heartbeat(now, heartbeatMs);
-    const checking = now - checkedAt >= tokenCheckMs && byToken.size > 0;
+    for (const streams of byOwner.values()) for (const stream of streams) stream.heartbeat(now, HEARTBEAT_MS);
+    const checking = now - checkedAt >= TOKEN_CHECK_MS && byToken.size > 0;
     if (checking) checkedAt = now;
-    void Promise.all([checking && checkTokens(), readNew()]).finally(() => timers.setTimeout(tick, pollMs).unref());
+    void Promise.all([checking && checkTokens(), readNew()]).finally(() => timers.setTimeout(tick, POLL_MS).unref());
   }
 
   /** Once: where the log is now, then the wake-ups and the tick. A start that failed is tried again by the next stream. */
@@ -134,7 +122,7 @@ export function createChangeFeed({
       cursor = Math.max(cursor, await store.newest());
       stopWatching = await store.watch(() => void readNew());
       checkedAt = timers.now();
-      timers.setTimeout(tick, pollMs).unref();
+      timers.setTimeout(tick, POLL_MS).unref();
     })().catch((error) => {
       started = undefined;
       throw error;
@@ -158,14 +146,15 @@ export function createChangeFeed({
       if ((byToken.get(tokenId) ?? 0) >= perToken)
         throw new HttpError(429, `This token has ${perToken} change streams open here already; close one.`, RETRY);
       if (open >= max) throw new HttpError(503, "This instance holds all the change streams it may; retry.", RETRY);
-      const stream = new ChangeStream(ownerId, tokenId, maxBehindBytes, timers.now, forget, cutOff);
+      const stream = new ChangeStream(ownerId, tokenId, MAX_BEHIND_BYTES, timers.now, forget, cutOff);
       // Counted and registered before the first read, so a change committed meanwhile waits in `pending`.
       open++;
       count(tokenId, 1);
       byOwner.set(ownerId, (byOwner.get(ownerId) ?? new Set()).add(stream));
       try {
         await start();
-        const first = await store.read(ownerId, after ?? LATEST, after === undefined ? 0 : CATCH_UP_PAGE);
+        // Without a cursor, one past any seq: only the owner's marks are read.
+        const first = await store.read(ownerId, after ?? INT64_MAX, after === undefined ? 0 : CATCH_UP_PAGE);
         if (after !== undefined && after < BigInt(first.prunedThrough)) throw gone(first.newest);
         stream.cursor = after === undefined ? first.newest : Number(after);
         stream.send(OPENED);

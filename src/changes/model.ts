@@ -8,6 +8,13 @@ import { PLANT_FIELDS, plantModels } from "../plants/model";
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 
+/** One of the change types, as the change and the webhook models name them. */
+export const changeType = (description: string) =>
+  t.Union(
+    CHANGE_TYPES.map((type) => t.Literal(type)),
+    { description },
+  );
+
 export const changesQuery = t.Object({
   after: t.Optional(
     Int64Query({
@@ -26,10 +33,7 @@ export const changeModels = {
     t.Object(
       {
         seq: Integer("Strictly increasing along your log; gaps are allowed", { minimum: 1 }),
-        type: t.Union(
-          CHANGE_TYPES.map((type) => t.Literal(type)),
-          { description: "What happened to the plant" },
-        ),
+        type: changeType("What happened to the plant"),
         timestamp: DateTime("When it was written, UTC with milliseconds"),
         data: t.Object(
           { id: Int64({ description: "The plant's id" }), ...plantModels.Plant.properties },

@@ -11,11 +11,9 @@ function columns(rows: [string, string][]): string {
 }
 
 export function overview(group = ""): string {
-  const names = Object.keys(COMMANDS).filter((name) => name.startsWith(group));
-  const rows = names.map((name): [string, string] => [
-    `${PROGRAM} ${COMMANDS[name]?.synopsis}`,
-    `${COMMANDS[name]?.summary}`,
-  ]);
+  const rows = Object.entries(COMMANDS)
+    .filter(([name]) => name.startsWith(group))
+    .map(([, command]): [string, string] => [`${PROGRAM} ${command.synopsis}`, command.summary]);
   return `Usage: ${PROGRAM} <command> [options]
 
 ${columns(rows)}

@@ -63,11 +63,8 @@ export async function postgresCheck(target: PostgresTarget): Promise<number> {
     if (invalid.length === 0) console.log("Constraints: all validated");
     const status = await migrationStatus(client);
     problems.push(...status.problems);
-    console.log(
-      `Migrations: ${status.applied} applied, ${status.pending.length} pending${
-        status.pending.length > 0 ? ` (${status.pending.map((m) => m.tag).join(", ")})` : ""
-      }`,
-    );
+    const tags = status.pending.map((m) => m.tag).join(", ");
+    console.log(`Migrations: ${status.applied} applied, ${status.pending.length} pending${tags && ` (${tags})`}`);
     if (status.pending.length > 0) problems.push(`${plural(status.pending.length, "migration")} pending`);
     return verdict(problems);
   });

@@ -3,15 +3,7 @@ import { ConfigError, type Env, integerSetting } from "./settings";
 export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
 
-export type DatabaseTarget =
-  | { engine: "sqlite"; path: string }
-  | {
-      engine: "postgres";
-      url: string;
-      poolSize: number;
-      connectTimeoutMs: number;
-      statementTimeoutMs: number;
-    };
+export type DatabaseTarget = ReturnType<typeof databaseFrom>;
 
 /** The part of the configuration that opening the stores needs (settings: src/config.ts). */
 export interface StoreConfig {
@@ -42,12 +34,12 @@ export function withoutPassword(url: string): string {
   return parsed.toString();
 }
 
-export function databaseFrom(env: Env): DatabaseTarget {
+export function databaseFrom(env: Env) {
   const url = env.DATABASE_URL?.trim() || "./data/plants.sqlite";
   if (!POSTGRES_URL.test(url)) {
     const path = databasePathFrom(url);
     if (path === "") throw new ConfigError("DATABASE_URL must not be empty");
-    return { engine: "sqlite", path };
+    return { engine: "sqlite" as const, path };
   }
   const parsed = URL.parse(url);
   if (!parsed) throw new ConfigError("DATABASE_URL is not a valid postgres:// URL");
@@ -55,7 +47,7 @@ export function databaseFrom(env: Env): DatabaseTarget {
     throw new ConfigError("DATABASE_URL must name the PostgreSQL host: postgres://user:password@host:5432/database");
   }
   return {
-    engine: "postgres",
+    engine: "postgres" as const,
     url,
     poolSize: integerSetting(env, "DB_POOL_SIZE", 10, 1, 1000),
     connectTimeoutMs: integerSetting(env, "DB_CONNECT_TIMEOUT_MS", 5_000, 100, 600_000),

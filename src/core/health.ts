@@ -15,22 +15,19 @@ export function isDatabaseDamage(error: unknown): boolean {
  * Start-up does not read every page, so damage shows when a query or the background check
  * (src/db/sqlite/integrity.ts) reads it; from then on, until a restart, the service is not ready.
  */
-export interface StoreHealth {
-  readonly damaged: boolean;
-  /** Records `error` when it is damage, and says whether it was. */
-  noteFault(error: unknown): boolean;
-}
-
-export function createStoreHealth(): StoreHealth {
+export function createStoreHealth() {
   let damaged = false;
   return {
     get damaged() {
       return damaged;
     },
-    noteFault(error) {
+    /** Records `error` when it is damage, and says whether it was. */
+    noteFault(error: unknown): boolean {
       if (!isDatabaseDamage(error)) return false;
       damaged = true;
       return true;
     },
   };
 }
+
+export type StoreHealth = ReturnType<typeof createStoreHealth>;

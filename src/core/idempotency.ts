@@ -26,12 +26,8 @@ export type KeyedOutcome =
   | { kind: "kept"; answer: KeptAnswer; requestHash: string }
   | { kind: "busy" };
 
-export interface KeptRow {
-  requestHash: string;
-  status: number;
-  body: string;
-  etag: string | null;
-}
+/** A kept answer as both engines read it back, with the hash of the request it answered. */
+export type KeptRow = Omit<KeptAnswer, "etag"> & { requestHash: string; etag: string | null };
 
 export const keptAnswer = ({ status, body, etag }: KeptRow): KeptAnswer =>
   etag === null ? { status, body } : { status, body, etag };

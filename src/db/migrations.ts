@@ -18,18 +18,11 @@ export function applyMigrations(db: object, migrations: Migration[]): unknown {
   return dialect.migrate(migrations, session, {});
 }
 
-export interface MigrationStatus {
-  applied: number;
-  pending: Migration[];
-  /** Anything else that disagrees, one line each. */
-  problems: string[];
-}
-
-/** Drizzle applies every migration newer than the newest recorded one: that is "pending" here too. */
-export function compareMigrations(
-  recorded: Array<{ hash: string; createdAt: number }>,
-  migrations: Migration[],
-): MigrationStatus {
+/**
+ * Drizzle applies every migration newer than the newest recorded one: that is "pending" here too;
+ * `problems`: anything else that disagrees, one line each.
+ */
+export function compareMigrations(recorded: Array<{ hash: string; createdAt: number }>, migrations: Migration[]) {
   const newest = recorded.reduce((max, row) => Math.max(max, row.createdAt), Number.NEGATIVE_INFINITY);
   const pending: Migration[] = [];
   const problems: string[] = [];

@@ -1,16 +1,37 @@
 // What both engines' plant and change stores share.
+import { getTableColumns, type Table } from "drizzle-orm";
 import type { Change, ChangePage } from "../core/changes";
 import type { Plant } from "../core/plant";
 import type { PlantChange, PlantFilter, PlantPage } from "../core/stores";
+import { nextTurn } from "../core/timers";
 
 /** How many ids one step of the walk to a long page's last plant reads (an index-only scan). */
 const BOUNDARY_STEP = 10_000;
+
+/** What an engine's plant store is given besides its connection. */
+export interface PlantStoreOptions {
+  clock: () => number;
+  /** Told after each write that may have logged a change, once committed (PostgreSQL stamps its seq then). */
+  logged: () => void;
+  listChunkSize?: number;
+}
 
 /** The four filter shapes, each its own statement: with or without a cursor, with or without a tag. */
 export const SHAPES: PlantFilter[] = [{}, { tag: "" }, { after: 0n }, { after: 0n, tag: "" }];
 export const shapeOf = ({ after, tag }: PlantFilter) => (after === undefined ? 0 : 2) + (tag === undefined ? 0 : 1);
 
-/** An engine's VALUE_FIELDS: every field of a plant but the id, as its Drizzle table declares them. */
+/**
+ * A plant's columns as an engine's Drizzle table declares them (the owner aside), each read under its
+ * field's name; VALUE_FIELDS are those an owner sets, in the order updateParams binds them.
+ */
+export function plantFields(plants: Table) {
+  const PLANT_FIELDS = Object.entries(getTableColumns(plants))
+    .filter(([field]) => field !== "ownerId")
+    .map(([field, c]) => ({ field, column: c.name, int64: c.dataType === "bigint", type: c.getSQLType() }));
+  return { PLANT_FIELDS, VALUE_FIELDS: PLANT_FIELDS.filter(({ field }) => field !== "id") };
+}
+
+/** An engine's VALUE_FIELDS: every field of a plant but the id. */
 type Fields = ReadonlyArray<{ field: string }>;
 const fieldOf = (plant: PlantChange, field: string) => plant[field as keyof Plant];
 
@@ -77,7 +98,7 @@ export async function nthId(
     const last = found[step - 1] as bigint;
     if (left === 0) return { id: last, more: found.length > step };
     after = last;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
   }
 }
 

@@ -11,11 +11,6 @@ const FAVICON = Buffer.from(
 );
 const FAVICON_HEADERS = { "content-type": "image/png", "cache-control": "public, max-age=86400" };
 
-export interface ApiDocsOptions {
-  /** Whether Swagger UI keeps the token in localStorage (SWAGGER_PERSIST_AUTHORIZATION). */
-  persistAuthorization: boolean;
-}
-
 /** The document for every route of the app `docs` is part of; the generator loads on first demand, not at start. */
 async function buildDocument(docs: AnyElysia): Promise<Document> {
   const { toOpenAPISchema } = await import("@elysiajs/openapi");
@@ -27,7 +22,8 @@ async function buildDocument(docs: AnyElysia): Promise<Document> {
   });
 }
 
-export function apiDocs({ persistAuthorization }: ApiDocsOptions) {
+/** `persistAuthorization`: Swagger UI keeps the token in localStorage (SWAGGER_PERSIST_AUTHORIZATION). */
+export function apiDocs(persistAuthorization: boolean) {
   const docs = new Elysia({ name: "api-docs", detail: { hide: true } });
   // Built once, on first demand: the routes are all in place by the time a request comes.
   let document: Promise<Document> | undefined;

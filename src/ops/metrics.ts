@@ -1,7 +1,6 @@
 import type { StoreFigures } from "../core/stores";
-import { escapeLabel, family, histogram, sample, single, webhookFamilies } from "./prometheus";
+import { counter, escapeLabel, family, gauge, histogram, sample, webhookFamilies } from "./prometheus";
 
-export type { AttemptResult } from "./prometheus";
 // Why not prom-client: docs/architecture.md ("Metrics without prom-client"). Only store figures
 // whose cost does not grow with the store are read at scrape time.
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -15,16 +14,11 @@ function processFamilies(startedAt: number): string[] {
   const cpu = process.cpuUsage();
   const memory = process.memoryUsage();
   return [
-    single("process_cpu_user_seconds_total", "counter", "User CPU time spent, in seconds.", cpu.user / 1e6),
-    single("process_cpu_system_seconds_total", "counter", "System CPU time spent, in seconds.", cpu.system / 1e6),
-    single("process_resident_memory_bytes", "gauge", "Resident memory size, in bytes.", memory.rss),
-    single("process_heap_bytes", "gauge", "JavaScript heap in use, in bytes.", memory.heapUsed),
-    single(
-      "process_start_time_seconds",
-      "gauge",
-      "Start time of the process since the Unix epoch, in seconds.",
-      startedAt,
-    ),
+    counter("process_cpu_user_seconds_total", "User CPU time spent, in seconds.", cpu.user / 1e6),
+    counter("process_cpu_system_seconds_total", "System CPU time spent, in seconds.", cpu.system / 1e6),
+    gauge("process_resident_memory_bytes", "Resident memory size, in bytes.", memory.rss),
+    gauge("process_heap_bytes", "JavaScript heap in use, in bytes.", memory.heapUsed),
+    gauge("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.", startedAt),
   ];
 }
 
@@ -53,22 +47,11 @@ export function createMetrics(store: StoreFigures) {
         "Time from receiving a request to having its response, by method, route pattern and status.",
         all.flatMap((s) => s.durations.samples(name, s.labels)),
       ),
-      single("http_requests_in_flight", "gauge", "Requests received and not yet answered.", inFlight),
-      single(
-        "plant_store_plants_created_total",
-        "counter",
-        "Plants this instance created (acknowledged).",
-        plantsCreated,
-      ),
-      single(
-        "plant_store_plants_deleted_total",
-        "counter",
-        "Plants this instance deleted (acknowledged).",
-        plantsDeleted,
-      ),
-      single(
+      gauge("http_requests_in_flight", "Requests received and not yet answered.", inFlight),
+      counter("plant_store_plants_created_total", "Plants this instance created (acknowledged).", plantsCreated),
+      counter("plant_store_plants_deleted_total", "Plants this instance deleted (acknowledged).", plantsDeleted),
+      gauge(
         "plant_store_database_bytes",
-        "gauge",
         "Size of the database: SQLite pages in use times page size, or PostgreSQL pg_database_size (read at most every 10 s).",
         store.databaseBytes(),
       ),

@@ -10,8 +10,10 @@ export const sample = (name: string, labels: string, value: number) =>
   `${name}${labels ? `{${labels}}` : ""} ${Number.isFinite(value) ? value : 0}\n`;
 
 /** A family of one unlabelled sample. */
-export const single = (name: string, type: string, help: string, value: number) =>
+const single = (type: string) => (name: string, help: string, value: number) =>
   family(name, type, help, [sample(name, "", value)]);
+export const counter = single("counter");
+export const gauge = single("gauge");
 
 /** Observations counted per bucket (not cumulative; the last slot is +Inf), written cumulatively. */
 export function histogram(bounds: readonly number[]) {
@@ -62,15 +64,13 @@ export function webhookFamilies() {
     },
     render(): string[] {
       return [
-        single(
+        counter(
           "plant_store_webhook_deliveries_sent_total",
-          "counter",
           "Webhook deliveries a receiver accepted (2xx), made by this instance.",
           attempts.delivered,
         ),
-        single(
+        counter(
           "plant_store_webhook_deliveries_failed_total",
-          "counter",
           "Webhook deliveries given up by this instance: retries exhausted, or the endpoint answered 410.",
           attempts.failed,
         ),
@@ -88,9 +88,8 @@ export function webhookFamilies() {
           "Time from starting a webhook attempt (address check included) to its answer or failure.",
           durations.samples("plant_store_webhook_attempt_duration_seconds", ""),
         ),
-        single(
+        gauge(
           "plant_store_webhook_deliveries_pending",
-          "gauge",
           "Webhook deliveries still to be made, over every instance (read from the database every few seconds).",
           pending,
         ),

@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
 import type { StoreFailureKind } from "../core/failures";
-import { faultDetail } from "../core/fault";
+import { type FaultLog, faultDetail } from "../core/fault";
 import { DAMAGED_READINESS_MESSAGE, type StoreHealth } from "../core/health";
+import type { StoreStatus } from "../core/stores";
 import { within } from "../core/timers";
 import { errorResponse } from "../http/errors";
 
@@ -11,10 +12,9 @@ export interface Lifecycle {
 
 export interface OpsRoutesDeps {
   lifecycle: Lifecycle;
-  pingDatabase(): Promise<unknown>;
-  storeProblem(): StoreFailureKind | undefined;
+  status: Pick<StoreStatus, "ping" | "problem">;
   health: StoreHealth;
-  log(message: string, detail: unknown, request?: Request): void;
+  log: FaultLog;
 }
 
 const NO_STORE = { "cache-control": "no-store" };
@@ -33,7 +33,7 @@ const STORE_PROBLEMS: Record<StoreFailureKind, string> = {
 const PING_DEADLINE_MS = 2_000;
 
 /** Unauthenticated, outside the rate limit, and left out of the OpenAPI document. */
-export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }: OpsRoutesDeps) {
+export function opsRoutes({ lifecycle, status, health, log }: OpsRoutesDeps) {
   return new Elysia({ name: "ops", detail: { hide: true } })
     .get("/healthz", ({ set }) => {
       set.headers["cache-control"] = "no-store";
@@ -45,12 +45,12 @@ export function opsRoutes({ lifecycle, pingDatabase, storeProblem, health, log }
         return errorResponse(503, `The service is ${lifecycle.state}.`, { ...NO_STORE, "retry-after": "1" });
       }
       try {
-        await within(pingDatabase(), PING_DEADLINE_MS, () => new Error(`no answer within ${PING_DEADLINE_MS} ms`));
+        await within(status.ping(), PING_DEADLINE_MS, () => new Error(`no answer within ${PING_DEADLINE_MS} ms`));
       } catch (error) {
         log("readiness check: the database does not answer", faultDetail(error), request);
         return errorResponse(503, "The database does not answer.", { ...NO_STORE, "retry-after": "1" });
       }
-      const problem = storeProblem();
+      const problem = status.problem();
       if (problem) return errorResponse(503, STORE_PROBLEMS[problem], { ...NO_STORE, "retry-after": "5" });
       set.headers["cache-control"] = "no-store";
       return { status: "ready" };

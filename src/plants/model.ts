@@ -3,7 +3,8 @@ import type { Plant } from "../core/plant";
 import { Int32Query, Int64, Int64Param, Int64Query, Text, withOwnMessage } from "../http/types";
 
 const name = () => Text({ minLength: 1, maxLength: 256, description: "1 to 256 characters" });
-const tag = () => t.Optional(Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" }));
+const tagText = () => Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" });
+const tag = () => t.Optional(tagText());
 
 export const plantModels = {
   Plant: t.Object({ name: name(), tag: tag() }),
@@ -19,9 +20,7 @@ export const plantModels = {
     t.Object({
       name: t.Optional(name()),
       tag: t.Optional(
-        t.Union([Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" }), t.Null()], {
-          description: "0 to 256 characters, or null to remove the tag",
-        }),
+        t.Union([tagText(), t.Null()], { description: "0 to 256 characters, or null to remove the tag" }),
       ),
     }),
   ),

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { type AuthDeps, bearerAuth } from "../auth/plugin";
 import type { Plant } from "../core/plant";
 import type { PlantChange, PlantStore } from "../core/stores";
-import { HttpError, JSON_CONTENT_TYPE } from "../http/errors";
+import { HttpError, jsonHeaders } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, routeErrors } from "../http/models";
 import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
@@ -80,8 +80,7 @@ export function onePlantRoutes(app: ReturnType<typeof plantBase>, { plants, body
         if (ifNoneMatch !== null && ifNoneMatchMatches(ifNoneMatch, etag))
           return new Response(null, { status: 304 }) as unknown as Plant;
         if (fields === undefined) return plant;
-        const json = plantJson(fields, params.id, plant);
-        return new Response(json, { headers: { "content-type": JSON_CONTENT_TYPE } }) as unknown as Plant;
+        return new Response(plantJson(fields, params.id, plant), { headers: jsonHeaders() }) as unknown as Plant;
       },
       {
         scope: "plants:read",

@@ -1,17 +1,12 @@
 import { type FaultLog, faultDetail } from "../core/fault";
 import type { ClaimedDelivery, WebhookStore } from "../core/stores";
-import type { AttemptResult } from "../ops/metrics";
+import type { Metrics } from "../ops/metrics";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
 import type { FanOut } from "./fan-out";
-import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
-import { type Resolver, sendAttempt } from "./send";
+import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, CONCURRENCY, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
+import { sendAttempt } from "./send";
 import { signedHeaders } from "./signing";
 import { waitingDeliveries } from "./waiting";
-
-export interface DispatcherMetrics {
-  webhookAttempt(result: AttemptResult, seconds: number): void;
-  setWebhooksPending(value: number): void;
-}
 
 export interface DispatcherOptions {
   store: WebhookStore;
@@ -20,15 +15,11 @@ export interface DispatcherOptions {
   retryDelaysMs: readonly number[];
   allowPrivate: boolean;
   log: FaultLog;
-  metrics: DispatcherMetrics;
+  metrics: Pick<Metrics, "webhookAttempt" | "setWebhooksPending">;
   pollMs?: number;
-  /** Attempts in flight at once; a hanging receiver holds one slot for at most the timeout. */
-  concurrency?: number;
   fairness?: Partial<Fairness>;
   timeoutMs?: number;
-  resolve?: Resolver;
   clock?: () => number;
-  random?: () => number;
   /** How often the pending gauge is read: counting grows with the outbox. */
   pendingEveryMs?: number;
 }
@@ -45,12 +36,9 @@ export function createDispatcher({
   log,
   metrics,
   pollMs = POLL_MS,
-  concurrency = 128,
   fairness,
   timeoutMs = ATTEMPT_TIMEOUT_MS,
-  resolve,
   clock = Date.now,
-  random = Math.random,
   pendingEveryMs = 5_000,
 }: DispatcherOptions) {
   let inFlight = 0;
@@ -89,8 +77,8 @@ export function createDispatcher({
     const at = clock();
     const { url, payload: body } = delivery;
     const headers = signedHeaders(delivery.secret, delivery.id, Math.floor(at / 1000), body);
-    const result = await sendAttempt({ url, body, headers, timeoutMs, allowPrivate, resolve });
-    const { outcome, retryInMs } = outcomeOf(result, number, retryDelaysMs, random);
+    const result = await sendAttempt({ url, body, headers, timeoutMs, allowPrivate });
+    const { outcome, retryInMs } = outcomeOf(result, number, retryDelaysMs, Math.random);
     await store.recordAttempt({
       deliverySeq: delivery.seq,
       attempt: number,
@@ -127,8 +115,8 @@ export function createDispatcher({
     let nextMs = pollMs;
     try {
       await fanOut.due(rules.circuit.failures);
-      const most = concurrency * CLAIMED_AHEAD;
-      while (!stopped && inFlight < concurrency && inFlight + waiting.count() < most) {
+      const most = CONCURRENCY * CLAIMED_AHEAD;
+      while (!stopped && inFlight < CONCURRENCY && inFlight + waiting.count() < most) {
         const request = claims.next(most - inFlight - waiting.count());
         if ("waitMs" in request) {
           nextMs = Math.min(pollMs, request.waitMs);
@@ -170,7 +158,7 @@ export function createDispatcher({
     store.release(released.map((delivery) => delivery.seq)).catch((error) => noteFailure("releasing claims", error));
   }
 
-  const startWaiting = () => waiting.start(() => inFlight < concurrency, launch, claims.settled);
+  const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch, claims.settled);
 
   function launch(delivery: ClaimedDelivery) {
     inFlight++;

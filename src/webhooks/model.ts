@@ -1,12 +1,7 @@
 import { t } from "elysia";
-import { CHANGE_TYPES } from "../core/changes";
+import { changeType } from "../changes/model";
 import { DateTime, Int32Query, Integer, Text, withOwnMessage } from "../http/types";
 
-const changeType = (description: string) =>
-  t.Union(
-    CHANGE_TYPES.map((type) => t.Literal(type)),
-    { description },
-  );
 const events = (description: string) =>
   t.Array(changeType("A change type"), { minItems: 1, uniqueItems: true, description });
 

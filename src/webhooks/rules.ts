@@ -4,6 +4,8 @@ import type { DeliveryStatus } from "../core/stores";
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** An address that never answers frees its slot sooner. */
 export const CONNECT_TIMEOUT_MS = 3_000;
+/** Attempts in flight at once; a hanging receiver holds one slot for at most the timeout. */
+export const CONCURRENCY = 128;
 /** Dispatcher slots one endpoint holds at most, however many deliveries it has or however long it hangs. */
 export const PER_ENDPOINT = 4;
 /** Deliveries claimed per slot of an endpoint: the next starts when one ends, without a claim between. */

@@ -1,7 +1,7 @@
 import { SQL } from "bun";
 import type { DatabaseTarget } from "../../core/database";
 import { StartupRefusal } from "../../core/failures";
-import { applyMigrations, compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
+import { applyMigrations, compareMigrations, MIGRATIONS, type Migration } from "../migrations";
 import { MIGRATION_SQL } from "./queries";
 
 export type PostgresTarget = Extract<DatabaseTarget, { engine: "postgres" }>;
@@ -38,7 +38,7 @@ export async function countOf(runner: Pick<SQL, "unsafe">, sql: string, params?:
 const tableExists = async (runner: Pick<SQL, "unsafe">, name: string) =>
   ((await runner.unsafe(MIGRATION_SQL.tableExists, [name])) as [{ exists: boolean }])[0].exists;
 
-export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS): Promise<MigrationStatus> {
+export async function migrationStatus(client: SQL, migrations = EMBEDDED_MIGRATIONS) {
   const recorded = (await tableExists(client, "drizzle.__drizzle_migrations"))
     ? ((await client.unsafe(MIGRATION_SQL.recorded)) as Array<{ hash: string; createdAt: number }>)
     : [];

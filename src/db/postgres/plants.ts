@@ -2,6 +2,7 @@ import type { SQL } from "bun";
 import type { KeyedCreate, KeyedOutcome } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
+import type { PlantStoreOptions } from "../plants";
 import { nthId, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
 import { countOf } from "./client";
 import { createGroupInsert, type PlantRow } from "./group-insert";
@@ -17,17 +18,10 @@ function toPlant(row: PlantRow): Plant {
 
 type Listed = Array<PlantRow & { id: string }>;
 
-export interface PostgresPlantStoreOptions {
-  clock?: () => number;
-  /** Told after each write that may have logged a change, once committed: its seq is stamped then. */
-  logged?: () => void;
-  listChunkSize?: number;
-}
-
 /** Creates and deletes go in groups (groups.ts); every write commits before it resolves, its change logged with it. */
 export function createPostgresPlantStore(
   client: SQL,
-  { clock = Date.now, logged = () => {}, listChunkSize = LIST_CHUNK_SIZE }: PostgresPlantStoreOptions = {},
+  { clock = Date.now, logged = () => {}, listChunkSize = LIST_CHUNK_SIZE }: Partial<PlantStoreOptions> = {},
 ): PlantStore {
   const creates = createGroupInsert(client, clock);
   const logging = async <T>(write: Promise<T>): Promise<T> => {

@@ -1,21 +1,16 @@
-import { getTableColumns } from "drizzle-orm";
 import type { PlantFilter } from "../../core/stores";
+import { plantFields } from "../plants";
 import { plants } from "./schema";
 
 // Run with `client.unsafe(text, params)`; int8 comes back as decimal text. A group is one JSON
 // array sent as text (`$1::text::json`): the driver would encode a json parameter's string again.
 
-/** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
-export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
-  .filter(([field]) => field !== "ownerId")
-  .map(([field, c]) => ({ field, column: c.name, int64: c.dataType === "bigint", type: c.getSQLType() }));
+export const { PLANT_FIELDS, VALUE_FIELDS } = plantFields(plants);
 export const SELECT_PLANT = PLANT_FIELDS.map(({ field, column }) =>
   field === column ? `"${column}"` : `"${column}" AS "${field}"`,
 ).join(", ");
 const PLANT_COLUMNS = ["owner_id", ...PLANT_FIELDS.map(({ column }) => column)].map((c) => `"${c}"`).join(", ");
 
-/** The fields an owner sets, in the order updateParams binds them. */
-export const VALUE_FIELDS = PLANT_FIELDS.filter(({ field }) => field !== "id");
 /** Each field is set only when its flag is: $3 and $4 for the first, and so on. */
 const SET_CHANGE = VALUE_FIELDS.map(
   ({ column, type }, i) =>

@@ -24,6 +24,9 @@ export interface PostgresStoreOptions {
 }
 
 const FIRST_SIZE_READ_MS = 1_000;
+/** The writes whose success, or failure for want of disk, tells whether there is room (space.ts). */
+const PLANT_WRITES = ["createPlant", "createPlantOnce", "updatePlant", "deletePlant"] as const;
+const WEBHOOK_WRITES = ["register", "remove", "fanOut"] as const;
 
 /** Several instances may share the database; `database_size` is read at most every 10 s, beside the scrape. */
 export function createPostgresStores(
@@ -55,21 +58,13 @@ export function createPostgresStores(
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
   const changes = createPostgresChangeStore(client, log);
   const plants = createPostgresPlantStore(client, { clock, logged: changes.logged });
+  const webhooks = createPostgresWebhookStore(client, clock, changes.settle);
   return {
     engine: "postgres",
     changes: withDeadline(changes, deadline),
-    plants: space.watch(withDeadline(plants, deadline), [
-      "createPlant",
-      "createPlantOnce",
-      "updatePlant",
-      "deletePlant",
-    ]),
+    plants: space.watch(withDeadline(plants, deadline), PLANT_WRITES),
     tokens: withDeadline(createPostgresTokenStore(client, clock), deadline),
-    webhooks: space.watch(withDeadline(createPostgresWebhookStore(client, clock, changes.settle), deadline), [
-      "register",
-      "remove",
-      "fanOut",
-    ]),
+    webhooks: space.watch(withDeadline(webhooks, deadline), WEBHOOK_WRITES),
     status: {
       ping: () => client.unsafe(STATUS_SQL.ping),
       // Other failures are one request's; lasting ones are a pool held by overdue calls, and no room.

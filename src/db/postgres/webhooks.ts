@@ -19,10 +19,8 @@ export function createPostgresWebhookStore(
       return client.begin(async (tx) => {
         await tx.unsafe(WEBHOOK_SQL.registerLock, [REGISTER_LOCK_SPACE, ownerId]);
         if ((await countOf(tx, WEBHOOK_SQL.countOwn, [ownerId])) >= max) return undefined;
-        const given = events === undefined ? null : JSON.stringify(events);
-        const [row] = (await tx.unsafe(WEBHOOK_SQL.register, [ownerId, url, secret, new Date(clock()), given])) as [
-          EndpointRow,
-        ];
+        const params = [ownerId, url, secret, new Date(clock()), events === undefined ? null : JSON.stringify(events)];
+        const [row] = (await tx.unsafe(WEBHOOK_SQL.register, params)) as [EndpointRow];
         return { ...endpointOf(row), secret };
       });
     },

@@ -5,13 +5,6 @@ import { dirname, resolve } from "node:path";
 /** A backup that was not made; its message is the one line the CLI prints. */
 export class BackupError extends Error {}
 
-export interface BackupResult {
-  file: string;
-  bytes: number;
-  /** Read back from the copy itself. */
-  rows: Record<string, number>;
-}
-
 function fsyncPath(path: string): void {
   const fd = openSync(path, "r");
   try {
@@ -45,13 +38,9 @@ function countRows(path: string): Record<string, number> {
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_\\_%' ESCAPE '\\' ORDER BY name",
       )
       .all();
-    return Object.fromEntries(
-      tables.map(({ name }) => [
-        name,
-        copy.query<{ rows: number }, []>(`SELECT count(*) AS rows FROM "${name.replaceAll('"', '""')}"`).get()?.rows ??
-          0,
-      ]),
-    );
+    const count = (name: string) =>
+      copy.query<{ rows: number }, []>(`SELECT count(*) AS rows FROM "${name.replaceAll('"', '""')}"`).get()?.rows ?? 0;
+    return Object.fromEntries(tables.map(({ name }) => [name, count(name)]));
   } finally {
     copy.close();
   }
@@ -59,9 +48,10 @@ function countRows(path: string): Record<string, number> {
 
 /**
  * `VACUUM INTO` copies one instant while the server writes on; the copy is synced under a temporary
- * name and linked into place, so a crash never leaves a half copy under `target`.
+ * name and linked into place, so a crash never leaves a half copy under `target`. Its rows are
+ * counted from the copy itself.
  */
-export function backupDatabase(sqlite: Database, target: string): BackupResult {
+export function backupDatabase(sqlite: Database, target: string) {
   const file = resolve(target);
   if (existsSync(file)) throw new BackupError(`${file} already exists; choose a new file name`);
   const folder = dirname(file);

@@ -5,13 +5,8 @@ import { migrationStatus } from "./migrations";
 /** A badly damaged file would otherwise print thousands of lines. */
 const MAX_LINES = 100;
 
-export interface CheckReport {
-  passed: string[];
-  problems: string[];
-}
-
 /** Integrity, foreign keys and pending migrations; changes nothing. */
-export function checkDatabase(sqlite: Database, migrations: Migration[]): CheckReport {
+export function checkDatabase(sqlite: Database, migrations: Migration[]) {
   const passed: string[] = [];
   const problems: string[] = [];
   /** One check: `ok` when it finds nothing; a check that cannot run is a problem too. */

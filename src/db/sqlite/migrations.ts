@@ -1,11 +1,11 @@
 import type { Database } from "bun:sqlite";
-import { compareMigrations, MIGRATIONS, type Migration, type MigrationStatus } from "../migrations";
+import { compareMigrations, MIGRATIONS, type Migration } from "../migrations";
 
 export const EMBEDDED_MIGRATIONS: Migration[] = MIGRATIONS.sqlite;
 
 export const MIGRATIONS_TABLE = "__drizzle_migrations";
 
-export function migrationStatus(sqlite: Database, migrations: Migration[]): MigrationStatus {
+export function migrationStatus(sqlite: Database, migrations: Migration[]) {
   const hasTable = sqlite
     .query("SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?")
     .get(MIGRATIONS_TABLE);

@@ -1,8 +1,8 @@
 import type { Database, SQLQueryBindings } from "bun:sqlite";
-import { type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
+import { type KeptAnswer, type KeptRow, type KeyedCreate, type KeyedOutcome, keptAnswer } from "../../core/idempotency";
 import type { NewPlant, Plant } from "../../core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/stores";
-import { nthId, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
+import { nthId, type PlantStoreOptions, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
 import { CHANGE_SQL, IDEMPOTENCY_SQL, listSql, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
 import { countRows, type Write, type Writer } from "./writer";
 
@@ -15,18 +15,17 @@ function toPlant(row: Row): Plant {
   return row as unknown as Plant;
 }
 
+/** A write whose row comes back with the plant's id exact. */
+const plantWrite = (sql: string, params: SQLQueryBindings[]): Write => ({ sql, mode: "get", params, exact: true });
+
+/** A kept answer as IDEMPOTENCY_SQL.record binds it. */
+const answerValues = ({ status, body, etag }: KeptAnswer) => [status, body, etag ?? null];
+
 /** A new plant's values, in PLANT_FIELDS' order. */
 const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
   PLANT_FIELDS.map(({ field }) =>
     field === "id" ? BigInt(plant.id) : ((plant as unknown as Record<string, SQLQueryBindings>)[field] ?? null),
   );
-
-export interface SqlitePlantStoreOptions {
-  clock: () => number;
-  /** Told after each write that may have logged a change, once committed. */
-  logged: () => void;
-  listChunkSize?: number;
-}
 
 /**
  * Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round
@@ -35,7 +34,7 @@ export interface SqlitePlantStoreOptions {
 export function createSqlitePlantStore(
   sqlite: Database,
   writes: Writer,
-  { clock, logged, listChunkSize = LIST_CHUNK_SIZE }: SqlitePlantStoreOptions,
+  { clock, logged, listChunkSize = LIST_CHUNK_SIZE }: PlantStoreOptions,
 ): PlantStore {
   const lists = SHAPES.map((shape) => ({
     rows: sqlite.prepare<Row, SQLQueryBindings[]>(listSql(shape, false)).safeIntegers(true),
@@ -65,12 +64,7 @@ export function createSqlitePlantStore(
   return {
     listChunkSize,
     async createPlant(ownerId: number, plant: NewPlant) {
-      const insert: Write = {
-        sql: PLANT_SQL.insert,
-        mode: "get",
-        params: [ownerId, ...plantValues(plant)],
-        exact: true,
-      };
+      const insert = plantWrite(PLANT_SQL.insert, [ownerId, ...plantValues(plant)]);
       const created = log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created");
       const row = await logging<Row | null>([insert, created], 0);
       return row ? toPlant(row) : undefined;
@@ -79,21 +73,13 @@ export function createSqlitePlantStore(
     /** Never busy: one process owns the file, and the route lets one request per key in at a time. */
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
       const { key, created, taken } = keyed;
+      const record = [ownerId, key, keyed.requestHash, ...answerValues(created), ...answerValues(taken), keyed.at];
       const row = await writes.run<KeptRow & { fresh: number }>({
         steps: [
           { sql: IDEMPOTENCY_SQL.dropExpired, mode: "run", params: [ownerId, key, keyed.expiredAt] },
           { sql: IDEMPOTENCY_SQL.insertPlant, mode: "run", params: [ownerId, key, ...plantValues(plant)] },
           log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created"),
-          {
-            sql: IDEMPOTENCY_SQL.record,
-            mode: "run",
-            params: [ownerId, key, keyed.requestHash, created.status, created.body, created.etag ?? null].concat([
-              taken.status,
-              taken.body,
-              taken.etag ?? null,
-              keyed.at,
-            ]),
-          },
+          { sql: IDEMPOTENCY_SQL.record, mode: "run", params: record },
           { sql: IDEMPOTENCY_SQL.read, mode: "get", params: [ownerId, key] },
         ],
       });
@@ -122,9 +108,8 @@ export function createSqlitePlantStore(
     },
 
     async updatePlant(ownerId, id, change, expected) {
-      const sql = expected ? PLANT_SQL.updateIf : PLANT_SQL.update;
       const params = updateParams(ownerId, id, change, VALUE_FIELDS, expected);
-      const update: Write = { sql, mode: "get", params, exact: true };
+      const update = plantWrite(expected ? PLANT_SQL.updateIf : PLANT_SQL.update, params);
       const row = await logging<Row | null>([update, log(CHANGE_SQL.logAfter, ownerId, id, "plant.updated")], 0);
       if (row) return toPlant(row);
       const current = get.get(ownerId, id);
@@ -133,12 +118,7 @@ export function createSqlitePlantStore(
 
     async deletePlant(ownerId: number, id: bigint, expected?: Plant) {
       const was = expected ? valuesOf(expected, VALUE_FIELDS) : [];
-      const remove: Write = {
-        sql: expected ? PLANT_SQL.deleteIf : PLANT_SQL.delete,
-        mode: "get",
-        params: [ownerId, id, ...was],
-        exact: true,
-      };
+      const remove = plantWrite(expected ? PLANT_SQL.deleteIf : PLANT_SQL.delete, [ownerId, id, ...was]);
       const deleted = log(CHANGE_SQL.logBefore(expected !== undefined), ownerId, id, "plant.deleted", was);
       return Boolean(await logging([deleted, remove], 1));
     },

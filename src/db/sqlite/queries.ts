@@ -1,5 +1,5 @@
-import { getTableColumns } from "drizzle-orm";
 import type { PlantFilter } from "../../core/stores";
+import { plantFields } from "../plants";
 import { plants } from "./schema";
 
 /*
@@ -7,15 +7,10 @@ import { plants } from "./schema";
  * re-prepare the statement on every run (docs/decisions/0004-sqlite-bound-expressions.md).
  */
 
-/** A plant's columns as the schema declares them (the owner aside), each read under its field's name. */
-export const PLANT_FIELDS = Object.entries(getTableColumns(plants))
-  .filter(([field]) => field !== "ownerId")
-  .map(([field, column]) => ({ field, column: column.name }));
+export const { PLANT_FIELDS, VALUE_FIELDS } = plantFields(plants);
 const PLANT_COLUMNS = PLANT_FIELDS.map(({ field, column }) => (field === column ? column : `${column} AS "${field}"`));
 const SELECT_PLANT = PLANT_COLUMNS.join(", ");
 
-/** The fields an owner sets, in the order updateParams binds them. */
-export const VALUE_FIELDS = PLANT_FIELDS.filter(({ field }) => field !== "id");
 /** Each field is set only when its flag is: ?3 and ?4 for the first, and so on. */
 const SET_CHANGE = VALUE_FIELDS.map(
   ({ column }, i) => `${column} = CASE WHEN ?${3 + 2 * i} THEN ?${4 + 2 * i} ELSE ${column} END`,
@@ -99,7 +94,8 @@ export const IDEMPOTENCY_SQL = {
     ) RETURNING 1`,
 };
 
-const TOKEN_FIELDS = "t.id, u.name AS user, t.name, t.scopes, t.created_at, t.expires_at, t.last_used_at, t.revoked_at";
+const TOKEN_FIELDS = `t.id, u.name AS user, t.name, t.scopes, t.created_at AS createdAt, t.expires_at AS expiresAt,
+  t.last_used_at AS lastUsedAt, t.revoked_at AS revokedAt`;
 
 export const TOKEN_SQL = {
   findActive:

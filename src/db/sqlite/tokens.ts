@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { TokenStore } from "../../core/stores";
+import type { TokenListing, TokenStore } from "../../core/stores";
 import {
   CLI_TOKEN,
   type Clock,
@@ -17,14 +17,16 @@ import { TOKEN_SQL } from "./queries";
 import type { Writer } from "./writer";
 
 type Millis = number | null;
-type Row = [number, string, string, number, number, Millis, Millis, Millis];
+/** A listed token, its times as SQLite keeps them (ms). */
+type Row = Omit<TokenListing, "createdAt" | "expiresAt" | "lastUsedAt" | "revokedAt"> &
+  Record<"expiresAt" | "lastUsedAt" | "revokedAt", Millis> & { createdAt: number };
 const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
 
 /** A token's last use is recorded beside the request: a read must not fail on a full disk or a held lock. */
 export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: Clock = Date.now): TokenStore {
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
   const revokedAt = sqlite.prepare<unknown, [number, number | null]>(TOKEN_SQL.revokedAt);
-  const list = sqlite.prepare<unknown, [number | null, number | null]>(TOKEN_SQL.list);
+  const list = sqlite.prepare<Row, [number | null, number | null]>(TOKEN_SQL.list);
   const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
   const valid = sqlite.prepare<{ id: number }, [string, number]>(TOKEN_SQL.valid);
 
@@ -57,18 +59,13 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
   }
 
   const listOf = (userId: number | null, tokenId: number | null = null) =>
-    (list.values(userId, tokenId) as Row[]).map(
-      ([id, user, name, scopes, createdAt, expiresAt, lastUsedAt, revokedAt]) => ({
-        id,
-        user,
-        name,
-        scopes,
-        createdAt: new Date(createdAt),
-        expiresAt: dateOf(expiresAt),
-        lastUsedAt: dateOf(lastUsedAt),
-        revokedAt: dateOf(revokedAt),
-      }),
-    );
+    list.all(userId, tokenId).map((row) => ({
+      ...row,
+      createdAt: new Date(row.createdAt),
+      expiresAt: dateOf(row.expiresAt),
+      lastUsedAt: dateOf(row.lastUsedAt),
+      revokedAt: dateOf(row.revokedAt),
+    }));
 
   return {
     async issue(userName, spec = CLI_TOKEN) {

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { ClaimedDelivery, DeliveryListing, RedeliverOutcome, WebhookStore } from "../../core/stores";
+import { nextTurn } from "../../core/timers";
 import { attemptParams, busyJson, type CursorRow, cursorOf, type EndpointRow, endpointOf } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
 import { countRows, type Writer } from "./writer";
@@ -124,7 +125,7 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
         }
         counted += PENDING_STEP;
         after = last;
-        await new Promise((resolve) => setImmediate(resolve));
+        await nextTurn();
       }
     },
     pruneFinished: (before, count) => countRows(writes, SQL.pruneFinished, [before, count]),
