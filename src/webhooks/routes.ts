@@ -1,13 +1,12 @@
 import { Elysia } from "elysia";
 import { type AuthDeps, bearerAuth } from "../auth/plugin";
 import type { FaultLog } from "../core/fault";
-import type { WebhookStore } from "../core/stores";
+import type { DeliveryListing, WebhookStore } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { BAD_PATH_ID, errorModels, errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
-import { pagedAnswer } from "../http/pager";
+import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
-import { deliveryPages } from "./deliveries-answer";
 import type { FanOut } from "./fan-out";
 import { deliveriesQuery, webhookIdParams, webhookModels } from "./model";
 import { AddressRefused, checkedAddress, type Resolver } from "./send";
@@ -24,6 +23,28 @@ export interface WebhookRoutesDeps extends AuthDeps {
   allowPrivate: boolean;
   resolve?: Resolver;
   fanOut: FanOut;
+}
+
+/** Deliveries read per statement: about 170 KiB of JSON. */
+const DELIVERIES_CHUNK = 1000;
+
+type DeliveryPage = PageOf<string> & { deliveries: DeliveryListing[] };
+
+/** An endpoint's deliveries for the pager (src/http/pager.ts), keyed by delivery id. */
+function deliveryPages(store: WebhookStore, ownerId: number, webhookId: number, limit: number | undefined) {
+  const reader: PageReader<string, DeliveryPage> = {
+    chunkSize: DELIVERIES_CHUNK,
+    async read(after, count) {
+      const found = await store.deliveries(ownerId, webhookId, after, count);
+      if (found === "no-endpoint") throw new HttpError(404, "id: you have no webhook endpoint with this id");
+      if (found === "unknown-after") throw new HttpError(400, "after: not one of this endpoint's deliveries");
+      const { deliveries, more } = found;
+      return { deliveries, more, count: deliveries.length, last: deliveries.at(-1)?.id ?? after };
+    },
+    json: (page) => JSON.stringify(page.deliveries),
+    link: (last) => `</webhooks/${webhookId}/deliveries?limit=${limit}&after=${encodeURIComponent(last)}>; rel="next"`,
+  };
+  return reader;
 }
 
 /** The URL as stored, or a 400; each attempt checks the address again, as what a name resolves to can change. */
@@ -127,7 +148,7 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
         // The log shows every change made before it was read; one that cannot be written now is later.
         await fanOut.owner(user.id).catch(() => {});
         const limit = query.limit === undefined ? undefined : Number(query.limit);
-        const pages = deliveryPages(webhooks, { ownerId: user.id, webhookId: Number(params.id), limit });
+        const pages = deliveryPages(webhooks, user.id, Number(params.id), limit);
         const onFault = (error: unknown) => log("listing webhook deliveries failed mid-answer", error, request);
         return await pagedAnswer(pages, { after: query.after, limit, onFault }, set.headers);
       },
