@@ -102,9 +102,7 @@ export function createApp({
   const auth = { tokens, limits, body, notes: ops.notes };
   /** For faults no error handler sees (a list failing mid-answer): damage still turns readiness off. */
   const storeFaultLog: FaultLog = (message, detail, request) =>
-    health.noteFault(detail)
-      ? log(DAMAGED_LOG_MESSAGE, faultDetail(detail), request)
-      : log(message, faultDetail(detail), request);
+    log(health.noteFault(detail) ? DAMAGED_LOG_MESSAGE : message, faultDetail(detail), request);
   const answerFault = faultResponder({ log, health });
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))

@@ -4,8 +4,6 @@ import { StartupRefusal } from "./core/failures";
 import { faultSummary } from "./core/fault";
 import { createPruner } from "./core/pruner";
 import { retryWhileUnreachable } from "./core/startup";
-import type { Stores } from "./core/stores";
-import type { IssuedToken } from "./core/tokens";
 import { openStores } from "./db/open";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
 import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
@@ -34,29 +32,25 @@ async function main() {
   const { logger, access, flush } = await createLogger({ level: config.logLevel, format: config.logFormat });
   const notes: RequestNotes = new WeakMap();
   const log = faultLog(logger, notes);
-  let stores: Stores;
-  let issued: IssuedToken | undefined;
-  try {
-    ({ stores, issued } = await retryWhileUnreachable(
-      async () => {
-        const opened = await openStores(config, log);
-        try {
-          // The first read of the tokens table: damage there is a start-up failure like any other.
-          return { stores: opened, issued: await opened.tokens.bootstrap() };
-        } catch (error) {
-          await opened.close();
-          throw error;
-        }
-      },
-      {
-        timeoutMs: config.startupTimeoutMs,
-        note: (line) => console.error(`plant-store: cannot reach the database at ${config.databaseName} yet: ${line}`),
-      },
-    ));
-  } catch (error) {
+  const { stores, issued } = await retryWhileUnreachable(
+    async () => {
+      const opened = await openStores(config, log);
+      try {
+        // The first read of the tokens table: damage there is a start-up failure like any other.
+        return { stores: opened, issued: await opened.tokens.bootstrap() };
+      } catch (error) {
+        await opened.close();
+        throw error;
+      }
+    },
+    {
+      timeoutMs: config.startupTimeoutMs,
+      note: (line) => console.error(`plant-store: cannot reach the database at ${config.databaseName} yet: ${line}`),
+    },
+  ).catch((error) => {
     if (error instanceof StartupRefusal) fail(error.message);
-    fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
-  }
+    return fail(`cannot open the database at ${config.databaseName}: ${faultSummary(error)}`);
+  });
 
   const ops = createOps(stores, notes);
   ops.lifecycle.state = "starting";

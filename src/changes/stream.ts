@@ -52,10 +52,6 @@ export class ChangeStream {
     );
   }
 
-  get open() {
-    return !this.ended;
-  }
-
   /** Queues bytes; a reader past its allowance, or one already gone, ends the stream. */
   send(bytes: Uint8Array, seq?: number) {
     if (this.ended || !this.controller) return;
@@ -95,7 +91,7 @@ export class ChangeStream {
       for (const change of changes) this.send(eventBytes(change)(), change.seq);
       if (!left) break;
       for (let wait = this.roomForMore(); wait; wait = this.roomForMore()) await wait;
-      if (!this.open) return;
+      if (this.ended) return;
       const next = await page(this.cursor);
       if (next.prunedThrough > this.cursor) return this.end();
       ({ changes, more: left } = next);

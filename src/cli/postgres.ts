@@ -33,9 +33,7 @@ export async function postgresBackup(target: PostgresTarget, file: string): Prom
   const env = password === "" ? process.env : { ...process.env, PGPASSWORD: password };
   const run = Bun.spawn(command, { stdout: "inherit", stderr: "pipe", env });
   const [status, errors] = await Promise.all([run.exited, new Response(run.stderr).text()]);
-  if (status !== 0) {
-    throw new CommandError(`pg_dump failed (exit ${status}): ${errors.trim().split("\n")[0] ?? ""}`);
-  }
+  if (status !== 0) throw new CommandError(`pg_dump failed (exit ${status}): ${errors.trim().split("\n")[0] ?? ""}`);
   console.log(`Backup written to ${file}`);
   return 0;
 }

@@ -11,10 +11,6 @@ export type * from "./webhooks";
 
 import type { AuthenticatedUser, Clock, IssuedToken, TokenSpec } from "./tokens";
 
-export interface StoreFigures {
-  databaseBytes(): number;
-}
-
 /** How many plants one step of a long list reads; about 30 KiB of JSON. */
 export const LIST_CHUNK_SIZE = 1000;
 
@@ -73,8 +69,6 @@ export interface TokenListing {
   revokedAt: Date | null;
 }
 
-export type RevokeOutcome = "revoked" | "already-revoked" | "not-found";
-
 /** Users and their bearer tokens; only hashes are stored. */
 export interface TokenStore {
   /** Undefined for an unknown or revoked token. */
@@ -88,7 +82,7 @@ export interface TokenStore {
   /** Every token, oldest first; or only user `userId`'s. */
   list(userId?: number): Promise<TokenListing[]>;
   /** With `userId`, another user's token is "not-found". */
-  revoke(tokenId: number, userId?: number): Promise<RevokeOutcome>;
+  revoke(tokenId: number, userId?: number): Promise<"revoked" | "already-revoked" | "not-found">;
   /** Those of `tokenIds` that are still valid (neither revoked nor expired). */
   stillValid(tokenIds: number[]): Promise<Set<number>>;
 }
@@ -104,7 +98,7 @@ export interface StoreStatus {
   problem(): StoreFailureKind | undefined;
   /** SQLite: reads the whole file off the main thread; damage makes `problem()` "corrupt" until a restart. */
   checkInBackground(): void;
-  figures: StoreFigures;
+  figures: { databaseBytes(): number };
 }
 
 export interface Stores {

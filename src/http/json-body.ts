@@ -91,9 +91,7 @@ async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unkn
   const bytes = await readBody(request, limits);
   if (bytes.byteLength === 0) throw new HttpError(400, "body: a JSON object is required");
   const mediaType = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() ?? "";
-  if (!JSON_MEDIA_TYPE.test(mediaType)) {
-    throw new HttpError(415, "Content-Type must be application/json.");
-  }
+  if (!JSON_MEDIA_TYPE.test(mediaType)) throw new HttpError(415, "Content-Type must be application/json.");
   let text: string;
   try {
     text = utf8.decode(bytes);

@@ -1,4 +1,4 @@
-import type { StoreFigures } from "../core/stores";
+import type { StoreStatus } from "../core/stores";
 import { counter, escapeLabel, family, gauge, histogram, sample, webhookFamilies } from "./prometheus";
 
 // Why not prom-client: docs/architecture.md ("Metrics without prom-client"). Only store figures
@@ -22,7 +22,7 @@ function processFamilies(startedAt: number): string[] {
   ];
 }
 
-export function createMetrics(store: StoreFigures) {
+export function createMetrics(store: StoreStatus["figures"]) {
   const startedAt = Math.floor(Date.now() / 1000 - process.uptime());
   /** By `method="GET",route="/plants",status="200"` labels. */
   const series = new Map<string, { labels: string; durations: ReturnType<typeof histogram> }>();

@@ -68,16 +68,10 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
     async read(ownerId, after, count) {
       await stampWaiting();
       // One statement, one snapshot: a prune or a stamp cannot fall between the page and its marks.
-      const found = (await client.unsafe(CHANGE_SQL.page, [ownerId, after, count + 1])) as Array<
-        ChangeRow & { newest: number; prunedThrough: number }
-      >;
-      const mark = found[0] ?? { newest: 0, prunedThrough: 0 };
-      return changePage(
-        found.filter((row) => row.seq !== null),
-        count,
-        mark,
-        VALUE_FIELDS,
-      );
+      type Row = ChangeRow & { newest: number; prunedThrough: number };
+      const found = (await client.unsafe(CHANGE_SQL.page, [ownerId, after, count + 1])) as Row[];
+      const rows = found.filter((row) => row.seq !== null);
+      return changePage(rows, count, found[0] ?? { newest: 0, prunedThrough: 0 }, VALUE_FIELDS);
     },
     async readAll(after, count) {
       await stampWaiting();
@@ -93,11 +87,7 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
         await subscription.unlisten();
       };
     },
-    /**
-     * Stamps what waits in the inbox, now; or, `joinScheduled`, with the stamp a write here has
-     * scheduled: the dispatcher, woken by each stamp's NOTIFY, would otherwise run a stamp of its
-     * own per wake while writes go on, one after another.
-     */
+    /** Joining the stamp a write scheduled spares the dispatcher, woken by each NOTIFY, a stamp of its own per wake. */
     settle: (joinScheduled = false) => (joinScheduled && scheduled) || stampWaiting(),
     /** Writes that commit within STAMP_SPACING_MS of each other share a stamp. */
     logged() {
