@@ -146,8 +146,7 @@ async function main() {
     );
   }
   ops.lifecycle.state = "ready";
-  // Deliveries left pending by the last run (a crash after the 200s included) go out now; a
-  // committed change (here, or on another instance) wakes it.
+  // Deliveries the last run left pending go out now; a committed change, here or on another instance, wakes it.
   dispatcher.start();
   stopWaking = await stores.changes.watch(dispatcher.wake);
   for (const pruner of pruners) pruner.start();

@@ -46,12 +46,10 @@ export const changeModels = {
 };
 
 /** The change as the feed (and the webhooks) show it: the plant's fields as its model declares them, the id exact. */
-export const changeJson = (change: Change) =>
-  `{"seq":${change.seq},"type":"${change.type}","timestamp":"${new Date(change.at).toISOString()}","data":${plantJson(
-    PLANT_FIELDS,
-    change.id,
-    change.plant,
-  )}}`;
+export const changeJson = (change: Change) => {
+  const data = plantJson(PLANT_FIELDS, change.id, change.plant);
+  return `{"seq":${change.seq},"type":"${change.type}","timestamp":"${new Date(change.at).toISOString()}","data":${data}}`;
+};
 
 /** One Server-Sent Event: `id`, `event`, `data` and the blank line that ends it. */
 export const changeEvent = (change: Change) =>

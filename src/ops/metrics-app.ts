@@ -41,8 +41,6 @@ export function createMetricsApp({ metrics, token, log }: MetricsAppDeps) {
   };
 }
 
-export type MetricsApp = ReturnType<typeof createMetricsApp>;
-
-export function serveMetrics(app: MetricsApp, { host, port }: { host: string; port: number }) {
+export function serveMetrics(app: (request: Request) => Response, { host, port }: { host: string; port: number }) {
   return Bun.serve({ hostname: host, port, fetch: app });
 }

@@ -3,9 +3,8 @@ import type { NewPlant } from "../core/plant";
 import type { PlantStore } from "../core/stores";
 import { errorJson, HttpError, JSON_CONTENT_TYPE } from "../http/errors";
 import { routeError } from "../http/models";
-import { plantETag } from "./etag";
 import { plantJson } from "./fields";
-import { presentValues, VALUE_FIELDS } from "./model";
+import { plantETag, presentValues, VALUE_FIELDS } from "./model";
 
 /** 1 to 255 visible ASCII characters (SPEC, "Retrying a create safely"). */
 const KEY = /^[\x21-\x7e]{1,255}$/;

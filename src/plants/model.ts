@@ -34,6 +34,10 @@ export const VALUE_FIELDS = PLANT_FIELDS.filter((field) => field !== "id") as Ar
 export const presentValues = (plant: Partial<Plant>) =>
   VALUE_FIELDS.flatMap((f) => (plant[f] == null ? [] : [[f, plant[f]]]));
 
+/** From the plant's content alone, so every instance and engine gives the same tag for the same plant. */
+export const plantETag = (id: bigint | number, plant: Plant) =>
+  `"${Bun.SHA256.hash(JSON.stringify([String(id), ...presentValues(plant)]), "base64url").slice(0, 27)}"`;
+
 export const FIELDS_DOC = {
   description:
     "Only these fields of each plant, comma-separated, each once, written in the order id, name, tag " +

@@ -7,9 +7,8 @@ import { jsonBody } from "../http/json-body";
 import { errorModels, errorResponses, routeErrors } from "../http/models";
 import { ifMatchHolds, ifNoneMatchMatches, isAnyTag, preconditionFailed } from "../http/preconditions";
 import type { Metrics } from "../ops/metrics";
-import { plantETag } from "./etag";
 import { fieldsOf, plantJson } from "./fields";
-import { FIELDS_DOC, plantIdParams, plantModels, VALUE_FIELDS } from "./model";
+import { FIELDS_DOC, plantETag, plantIdParams, plantModels, VALUE_FIELDS } from "./model";
 import {
   BAD_ID,
   BAD_ID_OR_BODY,

@@ -6,11 +6,10 @@ import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/
 import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
-import { plantETag } from "./etag";
 import { parseFields } from "./fields";
 import { IDEMPOTENCY_DOC, idempotencyKeyOf, keyedCreates, TAKEN_MESSAGE } from "./idempotency";
 import { plantPages } from "./list-answer";
-import { listPlantsQuery } from "./model";
+import { listPlantsQuery, plantETag } from "./model";
 import { type OnePlantDeps, onePlantRoutes, plantBase } from "./one-plant-routes";
 import { ETAG_HEADER } from "./route-docs";
 

@@ -1,13 +1,14 @@
 import { Elysia } from "elysia";
 import { type AuthDeps, bearerAuth } from "../auth/plugin";
 import type { TokenListing } from "../core/stores";
-import { type Clock, expiryAfterDays, scopeBits, scopeNames } from "../core/tokens";
+import { type Clock, expiryAfterDays, MAX_TOKENS_PER_USER, scopeBits, scopeNames } from "../core/tokens";
 import { HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
 import { BAD_PATH_ID, errorModels, errorResponses, modelResponse, routeErrors } from "../http/models";
 import { tokenIdParams, tokenModels } from "./model";
 
 const NO_SUCH_TOKEN = "You have no token with this id (another user's are not yours to see)";
+const TOO_MANY = `You already have ${MAX_TOKENS_PER_USER} unrevoked tokens, the most allowed; revoke one first`;
 
 export interface TokenRoutesDeps extends AuthDeps {
   clock: Clock;
@@ -39,9 +40,7 @@ export function tokenRoutes(deps: TokenRoutesDeps) {
           throw new HttpError(403, "expiresInDays: the new token would outlive this one; ask for fewer days");
         }
         const created = await tokens.create(user.id, { name: body.name, scopes, expiresAt });
-        if (created === "too-many") {
-          throw new HttpError(409, "You already have 100 unrevoked tokens, the most allowed; revoke one first");
-        }
+        if (created === "too-many") throw new HttpError(409, TOO_MANY);
         set.status = 201;
         return { ...entry(created), token: created.token };
       },
@@ -60,7 +59,7 @@ export function tokenRoutes(deps: TokenRoutesDeps) {
             ...routeErrors({
               400: "The body breaks a rule of NewToken (the message names the field): `name` not 1 to 100 characters, `scopes` not a non-empty array of distinct scopes, `expiresInDays` not an integer from 1 to 3650",
               403: "This token lacks the `tokens` scope, or one of the scopes asked for, or the new token would outlive it",
-              409: "You already have 100 unrevoked tokens, the most allowed; revoke one first",
+              409: TOO_MANY,
             }),
             ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
           },

@@ -27,10 +27,8 @@ const deliveryId = (at: number) =>
   `msg_${at.toString(16).padStart(12, "0")}${Buffer.from(crypto.getRandomValues(new Uint8Array(10))).toString("hex")}`;
 
 /**
- * The webhook outbox's feed: each endpoint's owner's changes past its cursor become its
- * deliveries, in seq order, the cursor moved in the same transaction (exactly once, across
- * instances too). Off the request's path: the dispatcher runs it before its claims, and a
- * delivery log's read runs it for its owner first, so the log shows every change made before.
+ * The webhook outbox's feed: each endpoint's owner's changes past its cursor become its deliveries, in
+ * seq order, the cursor moved in the same transaction (exactly once, across instances too).
  */
 export function createFanOut(webhooks: WebhookStore, changes: ChangeStore) {
   /** The endpoint's changes up to `budget` of them; how many it took. */

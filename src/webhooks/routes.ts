@@ -56,12 +56,9 @@ async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolve
   if (url.username !== "" || url.password !== "") {
     throw new HttpError(400, "url: must not contain credentials (user:password@)");
   }
-  try {
-    await checkedAddress(url, { allowPrivate, resolve });
-  } catch (error) {
-    if (error instanceof AddressRefused) throw new HttpError(400, error.message);
-    throw error;
-  }
+  await checkedAddress(url, { allowPrivate, resolve }).catch((error) => {
+    throw error instanceof AddressRefused ? new HttpError(400, error.message) : error;
+  });
   return url.href;
 }
 

@@ -2,9 +2,8 @@ import type { ClaimedDelivery } from "../core/stores";
 import { LEASE_MS } from "./rules";
 
 /**
- * Deliveries claimed for endpoints whose slots are taken, oldest first by endpoint, and the
- * attempts in flight by endpoint: the dispatcher starts the next one as a slot frees, without a
- * claim between (docs/decisions/0012-webhook-throughput.md).
+ * Claimed deliveries waiting for their endpoint's slots, oldest first, and the attempts in flight per endpoint:
+ * the next starts as a slot frees, without a claim between (docs/decisions/0012-webhook-throughput.md).
  */
 export function waitingDeliveries(perEndpoint: number, now: () => number = () => performance.now()) {
   const waiting = new Map<number, Array<{ delivery: ClaimedDelivery; claimedAt: number }>>();

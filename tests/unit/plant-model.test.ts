@@ -6,8 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { getTableColumns } from "drizzle-orm";
 import { plants as postgresPlants } from "../../src/db/postgres/schema";
 import { plants as sqlitePlants } from "../../src/db/sqlite/schema";
-import { plantETag } from "../../src/plants/etag";
-import { plantModels } from "../../src/plants/model";
+import { plantETag, plantModels } from "../../src/plants/model";
 
 const fieldsOf = (table: typeof sqlitePlants | typeof postgresPlants) =>
   Object.keys(getTableColumns(table)).filter((field) => field !== "ownerId");

@@ -15,10 +15,8 @@ const STAMP_SPACING_MS = 100;
 export const CHANGES_CHANNEL = "plant_changes";
 
 /**
- * A change is written without its seq, in its plant's transaction; once committed, a stamp gives
- * every committed change its seq in one step under an advisory lock, in the order they were
- * written (docs/decisions/0010-change-log-order.md). A stamp runs after each write here, before a
- * read that finds changes waiting (another instance's, or one cut off), and announces itself once.
+ * Seqs are given after commit, in write order, by a stamp under an advisory lock: after each write here, and
+ * before a read that finds changes waiting, another instance's too (docs/decisions/0010-change-log-order.md).
  */
 export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeStore & { logged(): void } {
   let running: Promise<void> | undefined;

@@ -25,9 +25,8 @@ function rowJson({ ownerId, plant, keyed }: Create): string {
   });
   if (!keyed) return `{"owner_id":${ownerId},${fields.join(",")}}`;
   const { key, requestHash: hash, at, expiredAt: expired_at, created, taken } = keyed;
-  const extra = JSON.stringify({ key, hash, at, expired_at, cs: created.status, cb: created.body, ce: created.etag })
-    .slice(1, -1)
-    .concat(`,"ts":${taken.status},"tb":${JSON.stringify(taken.body)}`);
+  const answers = { cs: created.status, cb: created.body, ce: created.etag, ts: taken.status, tb: taken.body };
+  const extra = JSON.stringify({ key, hash, at, expired_at, ...answers }).slice(1, -1);
   return `{"owner_id":${ownerId},${fields.join(",")},${extra}}`;
 }
 

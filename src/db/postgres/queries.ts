@@ -39,9 +39,8 @@ const returningPlant = (table: string) =>
 export const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => `"${column}"`).join(", ");
 const FIELD_NAMES = PLANT_FIELDS.map(({ field }) => `"${field}"`).join(", ");
 /**
- * The change log's part of a plant write: one change per row of `source` (a CTE returning the
- * plant as `returningPlant` names it), in its order, its time the parameter `at` (ms). Its seq is
- * stamped after commit (changes.ts).
+ * The change log's part of a plant write: a change per row of `source` (a CTE returning `returningPlant`),
+ * in its order, at the parameter `at` (ms); its seq is stamped after commit (changes.ts).
  */
 const logged = (source: string, type: string, at: string) => `logged AS (
       INSERT INTO plant_change_inbox (owner_id, type, at, ${CHANGE_COLUMNS})

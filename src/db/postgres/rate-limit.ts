@@ -11,8 +11,7 @@ import { createGroups } from "./groups";
  * in key order so instances never deadlock. A row another instance just created gets no answer: ask again.
  */
 const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
-export const RATE_LIMIT_SQL = {
-  lease: `WITH asked AS (
+const LEASE_SQL = `WITH asked AS (
       SELECT key, n FROM unnest(${ASKED_KEYS}, string_to_array($2::text, ',')::int4[]) AS asked(key, n)
     ),
     held AS (SELECT key, tokens, updated_at FROM rate_limits WHERE key = ANY(${ASKED_KEYS}) ORDER BY key FOR UPDATE),
@@ -33,8 +32,7 @@ export const RATE_LIMIT_SQL = {
       RETURNING key, tokens
     )
     SELECT key::float8 AS key, granted, refilled - granted AS tokens FROM taken
-    UNION ALL SELECT key::float8, ($3::float8 - tokens)::int, tokens FROM fresh`,
-};
+    UNION ALL SELECT key::float8, ($3::float8 - tokens)::int, tokens FROM fresh`;
 
 /** An instance takes a key's budget from the shared bucket 1/SHARE_DIVISOR of a minute's worth at a time. */
 const SHARE_DIVISOR = 100;
@@ -98,7 +96,7 @@ export function createPostgresRateLimiter(
     const at = clock();
     const shares = keys.map(() => share).join(",");
     const params = [keys.join(","), shares, perMinute, at, rate];
-    const rows = (await client.unsafe(RATE_LIMIT_SQL.lease, params)) as Array<Omit<Lease, "at"> & { key: number }>;
+    const rows = (await client.unsafe(LEASE_SQL, params)) as Array<Omit<Lease, "at"> & { key: number }>;
     return new Map(rows.map(({ key, granted, tokens }) => [key, { granted, tokens, at }]));
   }
 

@@ -48,8 +48,7 @@ function countRows(path: string): Record<string, number> {
 
 /**
  * `VACUUM INTO` copies one instant while the server writes on; the copy is synced under a temporary
- * name and linked into place, so a crash never leaves a half copy under `target`. Its rows are
- * counted from the copy itself.
+ * name and linked into place, so a crash never leaves a half copy under `target`.
  */
 export function backupDatabase(sqlite: Database, target: string) {
   const file = resolve(target);
