@@ -17,9 +17,8 @@ export type Config = ReturnType<typeof loadConfig>;
 function metricsToken(env: Env): string | undefined {
   const raw = env.METRICS_TOKEN?.trim();
   if (raw === undefined || raw === "") return undefined;
-  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw)) {
+  if (raw.length < 16 || !/^[\x21-\x7e]+$/.test(raw))
     throw new ConfigError("METRICS_TOKEN must be at least 16 visible ASCII characters");
-  }
   return raw;
 }
 
@@ -74,18 +73,16 @@ function originList(raw: string | undefined): string[] {
   const origins = entriesOf(raw);
   for (const origin of origins) {
     const parsed = URL.parse(origin);
-    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin)
       throw new ConfigError("CORS_ORIGINS must be a comma-separated list of origins such as https://app.example.com");
-    }
   }
   return origins;
 }
 
 export function loadConfig(env: Env = process.env) {
   const synchronous = (env.DB_SYNCHRONOUS?.trim() || "FULL").toUpperCase();
-  if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous)) {
+  if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous))
     throw new ConfigError(`DB_SYNCHRONOUS must be one of ${SYNCHRONOUS_MODES.join(", ")}`);
-  }
   const database = databaseFrom(env);
   const host = env.HOST?.trim() || "0.0.0.0";
   const port = integerSetting(env, "PORT", 3000, 0, 65535);

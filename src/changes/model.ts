@@ -8,12 +8,9 @@ import { PLANT_FIELDS, plantModels } from "../plants/model";
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 
+const changeLiterals = CHANGE_TYPES.map((type) => t.Literal(type));
 /** One of the change types, as the change and the webhook models name them. */
-export const changeType = (description: string) =>
-  t.Union(
-    CHANGE_TYPES.map((type) => t.Literal(type)),
-    { description },
-  );
+export const changeType = (description: string) => t.Union(changeLiterals, { description });
 
 export const changesQuery = t.Object({
   after: t.Optional(

@@ -52,11 +52,9 @@ export async function postgresCheck(target: PostgresTarget): Promise<number> {
         problems.push(`table ${table} is missing or cannot be read`);
       }
     }
-    const invalid = (await client`
+    const invalid: Array<{ conname: string }> = await client`
       SELECT conname FROM pg_constraint
-      WHERE NOT convalidated AND conrelid::regclass::text = ANY(${OWN_TABLES})`) as Array<{
-      conname: string;
-    }>;
+      WHERE NOT convalidated AND conrelid::regclass::text = ANY(${OWN_TABLES})`;
     for (const { conname } of invalid) problems.push(`constraint ${conname} is not validated`);
     if (invalid.length === 0) console.log("Constraints: all validated");
     const status = await migrationStatus(client);

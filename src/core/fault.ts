@@ -13,9 +13,8 @@ const causeOf = (error: Error) =>
  * bound parameters (plant names, token hashes) into a DrizzleQueryError's message.
  */
 export function faultDetail(error: unknown): unknown {
-  if (error instanceof DrizzleQueryError) {
+  if (error instanceof DrizzleQueryError)
     return { name: "DrizzleQueryError", query: error.query, cause: causeOf(error) };
-  }
   if (error instanceof StoreUnavailable)
     return { name: "StoreUnavailable", kind: error.kind, cause: faultDetail(error.cause) };
   return error;

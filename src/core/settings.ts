@@ -6,9 +6,8 @@ export type Env = Record<string, string | undefined>;
 export function integerSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name]?.trim();
   if (raw === undefined || raw === "") return fallback;
-  if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+  if (!/^[0-9]+$/.test(raw) || Number(raw) < min || Number(raw) > max)
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
-  }
   return Number(raw);
 }
 

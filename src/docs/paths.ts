@@ -8,7 +8,7 @@ type Parameter = { in: string; example?: unknown; schema?: { examples?: unknown[
 type Operation = Record<string, unknown> & {
   parameters?: Parameter[];
   requestBody?: { content: object };
-  security?: unknown[];
+  security?: Array<Record<string, string[]>>;
   responses?: Record<string, { headers?: object; description?: string; content?: object }>;
 };
 export type Paths = Record<string, Record<string, Operation>>;
@@ -49,11 +49,9 @@ function withPathExamples(operation: Operation): Operation {
   return parameters ? { ...operation, parameters } : operation;
 }
 
-type Security = Array<Record<string, string[]>>;
-
 /** The scope an operation's security requirement names (auth/plugin.ts), said in its description and its 403. */
 function withScope(operation: Operation): Operation {
-  const scope = (operation.security as Security | undefined)?.[0]?.bearerAuth?.[0];
+  const scope = operation.security?.[0]?.bearerAuth?.[0];
   if (!scope) return operation;
   const needs = `Needs a token with the \`${scope}\` scope.`;
   const description = typeof operation.description === "string" ? `${operation.description} ${needs}` : needs;

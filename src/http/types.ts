@@ -136,9 +136,8 @@ export function describeRule(schema: unknown, value?: unknown): string {
   // A value or null (a merge patch's removal): the value's rule, null allowed.
   const anyOf = s.anyOf as unknown[] | undefined;
   const constants = anyOf?.map((option) => (option as { const?: unknown }).const);
-  if (constants?.length && constants.every((value) => typeof value === "string")) {
+  if (constants?.length && constants.every((value) => typeof value === "string"))
     return `must be one of ${constants.join(", ")}`;
-  }
   const nonNull = anyOf?.filter((option) => (option as { type?: unknown }).type !== "null");
   if (anyOf?.length === 2 && nonNull?.length === 1) return `${describeRule(nonNull[0], value)}, or null`;
   return "is invalid";

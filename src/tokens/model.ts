@@ -3,14 +3,9 @@ import { EXPIRES_IN_DAYS_MAX, SCOPES, TOKEN_NAME_MAX } from "../core/tokens";
 import { BoundedInt, DateTime, Int32Query, Integer, Text, withOwnMessage } from "../http/types";
 
 const orNull = (description: string) => t.Union([DateTime(description), t.Null()], { description });
+const scopeLiterals = SCOPES.map((scope) => t.Literal(scope));
 const scopes = (description: string) =>
-  t.Array(
-    t.Union(
-      SCOPES.map((scope) => t.Literal(scope)),
-      { description: "A scope" },
-    ),
-    { minItems: 1, uniqueItems: true, description },
-  );
+  t.Array(t.Union(scopeLiterals, { description: "A scope" }), { minItems: 1, uniqueItems: true, description });
 
 const SCOPES_TEXT =
   "`plants:read` (list, get and follow plants), `plants:write` (create, replace, change and delete them), `webhooks` (every /webhooks operation), `tokens` (every /tokens operation)";

@@ -16,9 +16,8 @@ const ENDPOINTS_PER_PASS = 100;
  * for those types; without, the interface's `/plant/webhook`: the NewPlant of each created plant.
  */
 export function bodyFor(events: EndpointCursor["events"], change: Change): string | undefined {
-  if (events === undefined) {
+  if (events === undefined)
     return change.type === "plant.created" ? plantJson(PLANT_FIELDS, change.id, change.plant) : undefined;
-  }
   return events.includes(change.type) ? changeJson(change) : undefined;
 }
 

@@ -50,12 +50,10 @@ function deliveryPages(store: WebhookStore, ownerId: number, webhookId: number, 
 /** The URL as stored, or a 400; each attempt checks the address again, as what a name resolves to can change. */
 async function acceptedUrl(text: string, allowPrivate: boolean, resolve: Resolver | undefined): Promise<string> {
   const url = URL.parse(text);
-  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
+  if (url?.protocol !== "http:" && url?.protocol !== "https:")
     throw new HttpError(400, "url: must be an absolute http or https URL");
-  }
-  if (url.username !== "" || url.password !== "") {
+  if (url.username !== "" || url.password !== "")
     throw new HttpError(400, "url: must not contain credentials (user:password@)");
-  }
   await checkedAddress(url, { allowPrivate, resolve }).catch((error) => {
     throw error instanceof AddressRefused ? new HttpError(400, error.message) : error;
   });
@@ -72,9 +70,8 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
       async ({ body, user, set }) => {
         const url = await acceptedUrl(body.url, allowPrivate, resolve);
         const endpoint = await webhooks.register(user.id, url, newSecret(), MAX_ENDPOINTS, body.events);
-        if (!endpoint) {
+        if (!endpoint)
           throw new HttpError(409, `url: you already have ${MAX_ENDPOINTS} webhook endpoints; delete one first`);
-        }
         set.status = 201;
         return { id: endpoint.id, url: endpoint.url, secret: endpoint.secret };
       },

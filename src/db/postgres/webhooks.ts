@@ -71,9 +71,8 @@ export function createPostgresWebhookStore(
     },
 
     async redeliver(deliveryId) {
-      const [row] = (await client.unsafe(WEBHOOK_SQL.redeliver, [deliveryId])) as [
-        { disabled: boolean; queued: number }?,
-      ];
+      type Outcome = { disabled: boolean; queued: number };
+      const [row]: Outcome[] = await client.unsafe(WEBHOOK_SQL.redeliver, [deliveryId]);
       if (!row) return "not-found";
       if (row.queued > 0) return "queued";
       return row.disabled ? "disabled" : "not-failed";
