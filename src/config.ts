@@ -84,13 +84,12 @@ export function loadConfig(env: Env = process.env) {
   if (!(SYNCHRONOUS_MODES as readonly string[]).includes(synchronous))
     throw new ConfigError(`DB_SYNCHRONOUS must be one of ${SYNCHRONOUS_MODES.join(", ")}`);
   const database = databaseFrom(env);
-  const host = env.HOST?.trim() || "0.0.0.0";
   const port = integerSetting(env, "PORT", 3000, 0, 65535);
   const rateLimitPerMinute = integerSetting(env, "RATE_LIMIT_PER_MINUTE", 6000, 0, 10_000_000);
   const authFailuresPerMinute = integerSetting(env, "AUTH_FAILURES_PER_MINUTE", 100, 0, 10_000_000);
   return {
     port,
-    host,
+    host: env.HOST?.trim() || "0.0.0.0",
     database,
     /** The database as messages name it: never a password. */
     databaseName: database.engine === "sqlite" ? database.path : withoutPassword(database.url),

@@ -36,11 +36,9 @@ const linkOf = <C, P extends PageOf<C>>(reader: PageReader<C, P>, page: P) =>
   page.more && page.count > 0 && page.last !== undefined ? reader.link(page.last) : undefined;
 
 /**
- * The answer to a list request: one read when the page fits a chunk (at once when the read is),
- * its JSON text with its headers set in `headers` (the framework's own, which it answers with
- * anyway: a Response would have them copied in); else the page's end found first, so its `Link`
- * goes out with the status and no item repeats on the next page, then the items streamed a read
- * per pull. A fault after the status cuts the body off.
+ * The answer to a list request. A page that fits a chunk: one read (at once when the read is), its JSON text, its
+ * headers set in the framework's own `headers` (a Response would have them copied in). A longer one: its end found
+ * first, so its `Link` goes out with the status, then its items streamed a read per pull; a fault then cuts it off.
  */
 export function pagedAnswer<C, P extends PageOf<C>>(
   reader: PageReader<C, P>,

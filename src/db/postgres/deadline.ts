@@ -2,9 +2,8 @@ import { StoreUnavailable } from "../../core/failures";
 import { systemTimers, type Timers } from "../../core/timers";
 
 /**
- * A client-side deadline on every store call: a frozen server would hold a request forever (a late
- * query may still run). With `maxOverdue` (the pool's size) overdue, new calls fail at once rather
- * than queue for the outage; past `maxInFlight` a call is refused with `capacity`.
+ * A client-side deadline on every store call: a frozen server would hold a request forever (a late query may
+ * still run). With `maxOverdue` (the pool's size) overdue, new calls fail at once; past `maxInFlight`, `capacity`.
  */
 export function createDeadline(
   deadlineMs: number,
@@ -68,10 +67,8 @@ export function createDeadline(
   };
 }
 
-export type Deadline = ReturnType<typeof createDeadline>;
-
 /** `store` with each of its methods held to the deadline. */
-export function withDeadline<T extends object>(store: T, deadline: Deadline): T {
+export function withDeadline<T extends object>(store: T, deadline: ReturnType<typeof createDeadline>): T {
   const guarded: Record<string, unknown> = {};
   for (const [key, member] of Object.entries(store)) {
     guarded[key] =

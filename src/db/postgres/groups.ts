@@ -19,9 +19,8 @@ export interface GroupOptions {
 }
 
 /**
- * Calls that arrive together go as one statement (decision 0002), in arrival order; `run` answers
- * each. A statement held up (a row lock, a stalled disk) gives up its slot after `stallMs`, up to
- * `maxRunning` at once, so it cannot hold every later call.
+ * Calls that arrive together go as one statement, in arrival order (decision 0002); `run` answers each. One
+ * held up (a row lock, a stalled disk) gives up its slot after `stallMs`, up to `maxRunning` at once.
  */
 export function createGroups<Item, Result>(
   run: (group: Array<Waiting<Item, Result>>) => Promise<void>,

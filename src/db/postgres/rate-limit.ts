@@ -66,9 +66,8 @@ export interface LimiterOptions {
 }
 
 /**
- * The per-token budget shared by every instance, taken in shares spent in memory (decision 0007).
- * It never stops the service: a request waits at most `waitMs`, then goes ahead unchecked, and a
- * failed ask grants a share. `remaining` is this instance's estimate.
+ * The per-token budget shared by every instance, taken in shares spent in memory (decision 0007). It never stops
+ * the service: a request waits at most `waitMs`, then goes ahead unchecked; a failed ask grants a share.
  */
 export function createPostgresRateLimiter(
   client: SQL,
