@@ -44,8 +44,8 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
 }
 
 /**
- * Creates that arrive together go as one INSERT; a repeated (owner, id) gets undefined, as in turn (keyed: the
- * next group). A group failing on one row's data runs again one by one, so only that create fails.
+ * Creates that arrive together go as one INSERT; a repeated (owner, id) gets undefined, as in turn, or waits
+ * for the next group if keyed. A group failing on one row's data runs again one by one, so only that one fails.
  */
 export function createGroupInsert(client: SQL, clock: () => number, options: GroupOptions = {}) {
   async function insertRows(creates: Create[]): Promise<unknown[]> {
