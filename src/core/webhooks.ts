@@ -26,7 +26,8 @@ export interface NewDelivery {
   payload: string;
 }
 
-export type DeliveryStatus = "pending" | "delivered" | "failed";
+export const DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** `id` is the delivery's `webhook-id`. */
 export interface DeliveryListing {

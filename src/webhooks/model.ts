@@ -1,5 +1,6 @@
 import { t } from "elysia";
 import { changeType } from "../changes/model";
+import { DELIVERY_STATUSES } from "../core/webhooks";
 import { DateTime, Int32Query, Integer, Text, withOwnMessage } from "../http/types";
 
 const events = (description: string) =>
@@ -38,7 +39,7 @@ export const webhookModels = {
   Delivery: t.Object({
     id: t.String({ description: "The delivery's webhook-id header (msg_…), the same on every attempt" }),
     type: changeType("The change it carries"),
-    status: t.Union([t.Literal("pending"), t.Literal("delivered"), t.Literal("failed")]),
+    status: t.Union(DELIVERY_STATUSES.map((status) => t.Literal(status))),
     attempts: Integer("Attempts made so far"),
     lastStatus: t.Union([Integer(), t.Null()], {
       description: "The last attempt's HTTP status; null when none came",

@@ -1,5 +1,7 @@
 import { sql } from "drizzle-orm";
 import { bigint, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { CHANGE_TYPES } from "../../core/changes";
+import { DELIVERY_STATUSES } from "../../core/webhooks";
 
 // The SQLite schema's tables (src/db/sqlite/schema.ts, which says what each is for) in PostgreSQL's types.
 
@@ -58,7 +60,7 @@ export const plants = pgTable(
 
 const changeColumns = () => ({
   ownerId: integer("owner_id").notNull(),
-  type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] }).notNull(),
+  type: text("type", { enum: CHANGE_TYPES }).notNull(),
   at: time("at").notNull(),
   ...plantColumns(),
 });
@@ -105,12 +107,8 @@ export const webhookDeliveries = pgTable(
       .notNull()
       .references(() => webhooks.id, { onDelete: "cascade" }),
     payload: text("payload").notNull(),
-    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] })
-      .notNull()
-      .default("plant.created"),
-    status: text("status", { enum: ["pending", "delivered", "failed"] })
-      .notNull()
-      .default("pending"),
+    type: text("type", { enum: CHANGE_TYPES }).notNull().default("plant.created"),
+    status: text("status", { enum: DELIVERY_STATUSES }).notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
     lastStatus: integer("last_status"),
     createdAt: time("created_at").notNull(),
@@ -136,7 +134,7 @@ export const webhookAttempts = pgTable(
     statusCode: integer("status_code"),
     durationMs: integer("duration_ms").notNull(),
     error: text("error"),
-    outcome: text("outcome", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    outcome: text("outcome", { enum: DELIVERY_STATUSES }).notNull(),
     retryInMs: integer("retry_in_ms"),
   },
   (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],

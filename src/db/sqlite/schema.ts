@@ -1,5 +1,7 @@
 import { sql } from "drizzle-orm";
 import { customType, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { CHANGE_TYPES } from "../../core/changes";
+import { DELIVERY_STATUSES } from "../../core/webhooks";
 
 /**
  * A signed 64-bit integer kept exact: read with `safeIntegers(true)` it comes back as a bigint;
@@ -80,7 +82,7 @@ export const plantChanges = sqliteTable(
   {
     seq: integer("seq").primaryKey(),
     ownerId: integer("owner_id").notNull(),
-    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] }).notNull(),
+    type: text("type", { enum: CHANGE_TYPES }).notNull(),
     at: integer("at", { mode: "timestamp_ms" }).notNull(),
     ...plantColumns(),
   },
@@ -121,12 +123,8 @@ export const webhookDeliveries = sqliteTable(
       .references(() => webhooks.id, { onDelete: "cascade" }),
     /** The exact body sent: the change, or for an endpoint without `events` the NewPlant as stored. */
     payload: text("payload").notNull(),
-    type: text("type", { enum: ["plant.created", "plant.updated", "plant.deleted"] })
-      .notNull()
-      .default("plant.created"),
-    status: text("status", { enum: ["pending", "delivered", "failed"] })
-      .notNull()
-      .default("pending"),
+    type: text("type", { enum: CHANGE_TYPES }).notNull().default("plant.created"),
+    status: text("status", { enum: DELIVERY_STATUSES }).notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
     lastStatus: integer("last_status"),
     createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
@@ -156,7 +154,7 @@ export const webhookAttempts = sqliteTable(
     durationMs: integer("duration_ms").notNull(),
     error: text("error"),
     /** What the delivery becomes: "pending" again (retried after retry_in_ms), "delivered" or "failed". */
-    outcome: text("outcome", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    outcome: text("outcome", { enum: DELIVERY_STATUSES }).notNull(),
     retryInMs: integer("retry_in_ms"),
   },
   (table) => [primaryKey({ columns: [table.deliverySeq, table.attempt] })],
