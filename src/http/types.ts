@@ -67,15 +67,15 @@ export function withOwnMessage<S extends object>(schema: S): S {
 export const Int64 = (options: { description?: string } = {}) =>
   withOwnMessage(t.Unsafe<bigint | number>({ [Kind]: "Int64", ...int64Doc, ...options }));
 
+/** Left as the checked string (read it with `BigInt()`), as Int32Query is. */
+export const Int64Query = (options: { description?: string; minimum?: number; examples?: number[] } = {}) =>
+  withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options }));
+
 export const Int64Param = (options: { description?: string; examples?: number[] } = {}) =>
   t
-    .Transform(withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options })))
+    .Transform(Int64Query(options))
     .Decode((value) => BigInt(value))
     .Encode((value) => value.toString());
-
-/** Left as the checked string (read it with `BigInt()`), as Int32Query is. */
-export const Int64Query = (options: { description?: string; minimum?: number } = {}) =>
-  withOwnMessage(t.Unsafe<string>({ [Kind]: "DecimalInt64", ...int64Doc, ...options }));
 
 /**
  * Left as the checked string (read it with `Number()`): Elysia 1.4 runs a query's Transform twice
