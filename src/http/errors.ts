@@ -130,20 +130,17 @@ export function errorHandler({ allowedMethods, answerFault }: ErrorHandlerOption
     const cause = code === "PARSE" ? (error as Error).cause : error;
     if (cause instanceof HttpError) return errorResponse(cause.status, cause.message, cause.headers);
     switch (code) {
-      case "VALIDATION": {
-        // A method the path does not take that the router sent to a pattern (PUT /plants/changes to /plants/:id).
+      case "VALIDATION":
+      case "NOT_FOUND": {
+        // A path routed for other methods; the router sends some to a pattern (PUT /plants/changes to /plants/:id).
         const allow = allowedMethods(new URL(request.url).pathname);
         const method = request.method === "HEAD" ? "GET" : request.method;
-        if (allow.length > 0 && !allow.includes(method)) return notAllowed(allow);
+        if (allow.length > 0 && (code === "NOT_FOUND" || !allow.includes(method))) return notAllowed(allow);
+        if (code === "NOT_FOUND") return errorResponse(404, "No route matches this path.");
         return errorResponse(400, validationMessage(error));
       }
       case "PARSE":
         return errorResponse(400, "body: must be a valid JSON document");
-      case "NOT_FOUND": {
-        const allow = allowedMethods(new URL(request.url).pathname);
-        if (allow.length > 0) return notAllowed(allow);
-        return errorResponse(404, "No route matches this path.");
-      }
       case "INVALID_COOKIE_SIGNATURE":
       case "INVALID_FILE_TYPE":
         return errorResponse(400, STATUS_MESSAGES[400] as string);
