@@ -73,27 +73,18 @@ export function createDispatcher({
 
   /** Signs, sends and records one attempt; whether it was delivered. Throws only when recording fails. */
   async function attemptOnce(delivery: ClaimedDelivery): Promise<boolean> {
-    const number = delivery.attempts + 1;
+    const attempt = delivery.attempts + 1;
     const at = clock();
     const { url, payload: body } = delivery;
     const headers = signedHeaders(delivery.secret, delivery.id, Math.floor(at / 1000), body);
     const result = await sendAttempt({ url, body, headers, timeoutMs, allowPrivate });
-    const { outcome, retryInMs } = outcomeOf(result, number, retryDelaysMs, Math.random);
-    await store.recordAttempt({
-      deliverySeq: delivery.seq,
-      attempt: number,
-      at,
-      statusCode: result.status,
-      durationMs: result.durationMs,
-      error: result.error,
-      outcome,
-      retryInMs,
-    });
-    metrics.webhookAttempt(outcome === "pending" ? "retried" : outcome, result.durationMs / 1000);
+    const { outcome, retryInMs } = outcomeOf(result, attempt, retryDelaysMs, Math.random);
+    const { status: statusCode, durationMs, error } = result;
+    const record = { deliverySeq: delivery.seq, attempt, at, statusCode, durationMs, error, outcome, retryInMs };
+    await store.recordAttempt(record);
+    metrics.webhookAttempt(outcome === "pending" ? "retried" : outcome, durationMs / 1000);
     return outcome === "delivered";
   }
-  const attempt = (delivery: ClaimedDelivery) =>
-    attemptOnce(delivery).catch((error) => noteFailure("recording an attempt", error) ?? false);
 
   async function refreshPending() {
     if (clock() - pendingReadAt < pendingEveryMs) return;
@@ -162,7 +153,9 @@ export function createDispatcher({
 
   function launch(delivery: ClaimedDelivery) {
     inFlight++;
-    void attempt(delivery).then((delivered) => settled(delivery, delivered));
+    void attemptOnce(delivery)
+      .catch((error) => noteFailure("recording an attempt", error) ?? false)
+      .then((delivered) => settled(delivery, delivered));
   }
 
   /** An attempt that failed lets go of its endpoint's other claims: its circuit decides when it is tried again. */
