@@ -1,6 +1,6 @@
 /**
  * The change log's pruning (docs/decisions/0010-change-log-order.md): one batch of 100 changes
- * on a log of 1,000,000, through the store as the service runs it (the writer thread, FULL sync),
+ * on a log of 1,000,000, through the store as the service runs it (the group commit, FULL sync),
  * while the event loop's turns are timed; and a batch when nothing is old enough (the oldest
  * change is young), which must cost the same however large the log.
  *

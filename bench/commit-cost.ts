@@ -1,9 +1,8 @@
 /**
  * `bun bench/commit-cost.ts`: what one group commit's COMMIT costs at synchronous=FULL against
  * NORMAL on this machine's disk (batches of 30 one-row inserts in WAL, a file in the system's
- * temporary folder). At FULL the COMMIT waits for an fsync; on the event loop's thread every
- * read queued behind it waited too, which is why commits run on a writer thread
- * (src/db/sqlite/writer-worker.ts).
+ * temporary folder). At FULL the COMMIT waits for an fsync, and the group commit runs on the
+ * event loop's thread: every read queued behind it waits that long too (docs/decisions/0014).
  */
 import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";

@@ -14,7 +14,7 @@ import { PRUNE_BATCH } from "../src/core/pruner";
 import { openDatabase } from "../src/db/sqlite/client";
 import { WEBHOOK_SQL } from "../src/db/sqlite/webhook-queries";
 import { createSqliteWebhookStore } from "../src/db/sqlite/webhooks";
-import { inThreadWriter } from "../src/db/sqlite/writer";
+import { createWriter } from "../src/db/sqlite/writer";
 
 const PENDING = 2_000_000;
 const ROUNDS = 7;
@@ -78,7 +78,7 @@ const gaugeDb = seeded(gaugeFile, (sqlite) =>
     SELECT 'msg_' || lower(hex(randomblob(16))), 1, '{"id":' || i || ',"name":"plant ' || i || '"}',
       1700000000000 + i / 10, 1700000000000 + i / 10 FROM n`),
 );
-const store = createSqliteWebhookStore(gaugeDb, inThreadWriter(gaugeDb, {}), Date.now);
+const store = createSqliteWebhookStore(gaugeDb, createWriter(gaugeDb, {}), Date.now);
 const oneCount = gaugeDb.prepare<{ n: number }, []>(
   "SELECT count(*) AS n FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL",
 );
@@ -114,7 +114,7 @@ for (const attempts of [1, 8]) {
       INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
       SELECT seq, k, created_at, 500, 12, 'connection refused', 'delivered', NULL FROM webhook_deliveries, a`);
   });
-  const prune = createSqliteWebhookStore(sqlite, inThreadWriter(sqlite, {}), Date.now);
+  const prune = createSqliteWebhookStore(sqlite, createWriter(sqlite, {}), Date.now);
   const times: number[] = [];
   for (let batch = 0; batch < 30; batch++) {
     const started = performance.now();

@@ -1,6 +1,5 @@
 import { ConfigError, type Env, integerSetting } from "./settings";
 
-/** In SQLite's own order: `PRAGMA synchronous` answers the index (sqlite/stores.ts reads it so). */
 export const SYNCHRONOUS_MODES = ["OFF", "NORMAL", "FULL", "EXTRA"] as const;
 export type SynchronousMode = (typeof SYNCHRONOUS_MODES)[number];
 

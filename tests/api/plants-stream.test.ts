@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { LIST_CHUNK_SIZE } from "../../src/core/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqlitePlantStore } from "../../src/db/sqlite/plants";
-import { inThreadWriter } from "../../src/db/sqlite/writer";
+import { createWriter } from "../../src/db/sqlite/writer";
 import { pagedAnswer } from "../../src/http/pager";
 import { plantPages } from "../../src/plants/list-answer";
 import { makeTestApp, onSqlite, type TestApp } from "../support/helpers";
@@ -220,7 +220,7 @@ describe.if(onSqlite)("the list answer with a small chunk", () => {
   test("every size and limit around the chunk gives the whole array, byte for byte", async () => {
     const { sqlite } = openDatabase({ path: ":memory:", synchronous: "FULL" });
     const chunk = 3;
-    const queries = createSqlitePlantStore(sqlite, inThreadWriter(sqlite, {}), {
+    const queries = createSqlitePlantStore(sqlite, createWriter(sqlite, {}), {
       clock: Date.now,
       logged: () => {},
       listChunkSize: chunk,

@@ -11,7 +11,7 @@ import type { PlantStore } from "../../src/core/stores";
 import { createPostgresPlantStore } from "../../src/db/postgres/plants";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqlitePlantStore } from "../../src/db/sqlite/plants";
-import { inThreadWriter } from "../../src/db/sqlite/writer";
+import { createWriter } from "../../src/db/sqlite/writer";
 import { onPostgres, onSqlite, recordedPostgres } from "../support/helpers";
 
 const AT = 1_800_000_000_000;
@@ -62,7 +62,7 @@ describe.if(onSqlite)("keyed creates on SQLite's group commit", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     }) as Database;
-    const writes = inThreadWriter(counted, {});
+    const writes = createWriter(counted, {});
     const owner = Number(
       sqlite.query<{ id: number }, []>("INSERT INTO users (name, created_at) VALUES ('a', 0) RETURNING id").get()?.id,
     );

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
-import { inThreadWriter } from "../../src/db/sqlite/writer";
+import { createWriter } from "../../src/db/sqlite/writer";
 import { onSqlite } from "../support/helpers";
 import { runToExit, scratchDir } from "../support/process";
 import { CLI_FAN_OUT_TIMEOUT_MS } from "../support/timeouts";
@@ -30,7 +30,7 @@ async function seedTokens() {
 
 async function tokenStatuses(): Promise<string[]> {
   const { sqlite } = openDatabase({ path: env.DATABASE_URL as string, synchronous: "FULL" });
-  const statuses = (await createSqliteTokenStore(sqlite, inThreadWriter(sqlite, {})).list()).map(
+  const statuses = (await createSqliteTokenStore(sqlite, createWriter(sqlite, {})).list()).map(
     (row) => `${row.id} ${row.user} ${row.revokedAt ? "revoked" : "active"}`,
   );
   sqlite.close();

@@ -8,7 +8,7 @@ import { expect } from "bun:test";
 import type { TokenStore } from "../../src/core/stores";
 import { closeDatabase, openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteTokenStore } from "../../src/db/sqlite/tokens";
-import { inThreadWriter } from "../../src/db/sqlite/writer";
+import { createWriter } from "../../src/db/sqlite/writer";
 import { type RunningServer, runCli } from "./process";
 
 /** A token as the API takes it. */
@@ -32,7 +32,7 @@ export async function userWithToken(tokens: TokenStore, name = "alice"): Promise
 /** Users with tokens, issued in order on the SQLite database at `path` (migrated if new), which is closed again. */
 export async function usersOnFile(path: string, names: string[] = ["alice"]): Promise<TestUser[]> {
   const { sqlite } = openDatabase({ path, synchronous: "FULL" });
-  const writes = inThreadWriter(sqlite, {});
+  const writes = createWriter(sqlite, {});
   try {
     const tokens = createSqliteTokenStore(sqlite, writes);
     const users: TestUser[] = [];

@@ -21,7 +21,7 @@ export function createSqliteChangeStore(sqlite: Database, writes: Writer): Chang
 
   return {
     async read(ownerId, after, count) {
-      // One snapshot: the writer thread's prune or write cannot fall between the page and its marks.
+      // One snapshot: another process's write cannot fall between the page and its marks.
       const [rows, mark] = snapshot(ownerId, after, count);
       return changePage(rows, count, mark, VALUE_FIELDS);
     },

@@ -3,8 +3,6 @@ import { type StoreFailureKind, StoreUnavailable, storeFailureKind } from "../..
 import { createWriteHealth } from "./write-health";
 
 export interface GroupCommitOptions {
-  /** The longest a write waits for others to share its commit. */
-  maxWaitMs?: number;
   /** MAX_IN_FLIGHT: client writes waiting at once, past which one is refused. */
   maxQueued?: number;
   /** WRITE_LOCK_TIMEOUT_MS: how long a write waits for another connection's write lock. */
@@ -12,8 +10,6 @@ export interface GroupCommitOptions {
   onHealthChange?: (problem: StoreFailureKind | undefined, error?: unknown) => void;
   /** Ends a read transaction open on the same connection (snapshot.ts). */
   beforeBegin?: () => void;
-  /** Must not throw: the batch is committed. */
-  afterCommit?: () => void;
 }
 
 interface PendingWrite {
@@ -25,6 +21,8 @@ interface PendingWrite {
   queuedAt: number;
 }
 
+/** The longest a write waits for others to share its commit. */
+const MAX_WAIT_MS = 1;
 /** Lock retries back off from 1 ms to this, so a long-held lock costs a few polls a second. */
 const MAX_LOCK_POLL_MS = 50;
 /** Store problems that make writes fail until something changes outside the process. */
@@ -36,7 +34,7 @@ const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]
  * the batch. Another connection's lock is waited for on a timer, never blocking the event loop.
  */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
-  const { maxWaitMs = 1, maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
+  const { maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
   sqlite.run("PRAGMA busy_timeout = 0");
   let queue: PendingWrite[] = [];
   let queuedCount = 0;
@@ -46,9 +44,9 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   let lockPolls = 0;
   const health = createWriteHealth(sqlite, onHealthChange);
 
-  /** Commits once a turn of the event loop brings no more writes, or after `maxWaitMs`. */
+  /** Commits once a turn of the event loop brings no more writes, or after MAX_WAIT_MS. */
   function commitWhenSettled() {
-    if (queue.length > sizeAtLastLook && performance.now() - firstQueuedAt < maxWaitMs) {
+    if (queue.length > sizeAtLastLook && performance.now() - firstQueuedAt < MAX_WAIT_MS) {
       sizeAtLastLook = queue.length;
       setImmediate(commitWhenSettled);
       return;
@@ -100,7 +98,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
       if (sqlite.inTransaction) sqlite.run("ROLLBACK");
       return rejectAll(batch, error);
     }
-    options.afterCommit?.();
     if (batch.some((pending, i) => pending.counted && outcomes[i]?.ok)) health.set(undefined);
     batch.forEach((pending, i) => {
       const outcome = outcomes[i];

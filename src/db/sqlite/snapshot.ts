@@ -5,9 +5,9 @@ export type TurnEnd = (end: () => void) => void;
 
 /**
  * A turn's reads share one read transaction, so they take the WAL read lock once, not once a
- * statement (docs/decisions/0015-read-snapshot.md). The writer ends it before it reports a commit.
+ * statement (docs/decisions/0015-read-snapshot.md). The writer ends it before each commit.
  */
-export function readSnapshot(sqlite: Database, atTurnEnd: TurnEnd = setImmediate, paused = () => false) {
+export function readSnapshot(sqlite: Database, atTurnEnd: TurnEnd = setImmediate) {
   const begin = sqlite.prepare("BEGIN");
   const commit = sqlite.prepare("COMMIT");
   const rollback = sqlite.prepare("ROLLBACK");
@@ -27,9 +27,9 @@ export function readSnapshot(sqlite: Database, atTurnEnd: TurnEnd = setImmediate
     if (!ended(commit)) ended(rollback);
   };
   return {
-    /** Before a read: opens the turn's snapshot, unless one (or a write's transaction) is open, or it is paused. */
+    /** Before a read: opens the turn's snapshot, unless one (or a write's transaction) is open. */
     enter() {
-      if (open || sqlite.inTransaction || paused()) return;
+      if (open || sqlite.inTransaction) return;
       begin.run();
       open = true;
       atTurnEnd(end);

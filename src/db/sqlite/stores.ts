@@ -1,6 +1,4 @@
 import type { Database } from "bun:sqlite";
-import { closeSync, openSync } from "node:fs";
-import { SYNCHRONOUS_MODES, type SynchronousMode } from "../../core/database";
 import type { StoreFailureKind } from "../../core/failures";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { DAMAGED_CHECK_LOG_MESSAGE } from "../../core/health";
@@ -14,33 +12,13 @@ import { createSqlitePlantStore } from "./plants";
 import { STATUS_SQL } from "./queries";
 import { createSqliteTokenStore } from "./tokens";
 import { createSqliteWebhookStore } from "./webhooks";
-import { inThreadWriter, type Writer } from "./writer";
-import { startWriterThread } from "./writer-thread";
+import { createWriter } from "./writer";
 
 export interface SqliteStoreOptions {
   maxQueued: number;
   lockTimeoutMs: number;
   clock?: Clock;
   log: FaultLog;
-}
-
-/** For the writer thread's own connection. */
-function synchronousOf(sqlite: Database): SynchronousMode {
-  const level = sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()?.synchronous;
-  return SYNCHRONOUS_MODES[level ?? 2] ?? "FULL";
-}
-
-/** The WAL index for the writer thread's checkpoint (writer-worker.ts); without it, SQLite's own runs. */
-function openWalIndex(path: string, log: FaultLog): number | undefined {
-  try {
-    return openSync(`${path}-shm`, "r");
-  } catch (error) {
-    log(
-      "the WAL index cannot be read: SQLite's own checkpoint runs, and the WAL may grow under load",
-      faultDetail(error),
-    );
-    return undefined;
-  }
 }
 
 /** The request limiter is this process's own: one process owns the file. */
@@ -52,27 +30,11 @@ export function createSqliteStores(
   const size = sqlite.prepare<{ bytes: number }, []>(STATUS_SQL.databaseBytes);
   const onHealthChange = (problem: StoreFailureKind | undefined, error?: unknown) =>
     problem ? log(`writes are failing: ${problem}`, faultDetail(error)) : log("writes succeed again", undefined);
-  // No second connection can open `:memory:`: no writer thread, no integrity pass.
+  // No second connection can open `:memory:`: no integrity pass.
   const inMemory = sqlite.filename === ":memory:" || sqlite.filename === "";
   let integrity: ReturnType<typeof checkIntegrity> | undefined;
   let damaged = false;
-  const commit = { maxQueued, lockTimeoutMs, onHealthChange };
-  // Kept open until the connection is closed: closing it sooner would drop the connection's locks on it.
-  let walIndex = inMemory ? undefined : openWalIndex(sqlite.filename, log);
-  const writes: Writer = inMemory
-    ? inThreadWriter(sqlite, commit)
-    : startWriterThread({
-        ...commit,
-        path: sqlite.filename,
-        reads: sqlite,
-        walIndex,
-        synchronous: synchronousOf(sqlite),
-        onCrash: (error) =>
-          log(
-            "the writer thread failed; its writes got 503, and the next write after a pause starts a new one",
-            faultDetail(error),
-          ),
-      });
+  const writes = createWriter(sqlite, { maxQueued, lockTimeoutMs, onHealthChange });
   const changes = createSqliteChangeStore(sqlite, writes);
   return {
     engine: "sqlite",
@@ -109,9 +71,6 @@ export function createSqliteStores(
         log("the final WAL checkpoint failed; the WAL keeps every committed write", faultDetail(error));
         sqlite.close(true);
       }
-      // Only once the connection is closed (a close that threw leaves it open: the process is ending).
-      if (walIndex !== undefined) closeSync(walIndex);
-      walIndex = undefined;
     },
   };
 }

@@ -3,7 +3,7 @@ import type { StoreFailureKind } from "../../core/failures";
 import { createGroupCommit, type GroupCommitOptions } from "./group-commit";
 import { readSnapshot, type TurnEnd } from "./snapshot";
 
-/** A write is data, not a closure, so it can cross to the writer thread. */
+/** A write is a statement of queries.ts and its parameters, prepared once per connection. */
 export interface Write {
   sql: string;
   mode: "get" | "all" | "run";
@@ -22,7 +22,7 @@ export interface Steps {
 export const countRows = async (writes: Writer, sql: string, params: SQLQueryBindings[]) =>
   (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
 
-/** Group commit: on a writer thread for a file (writer-thread.ts), on this one for `:memory:`. */
+/** Group commit on the store's own connection (docs/decisions/0001-group-commit.md). */
 export interface Writer {
   /** Resolves once committed; `bookkeeping` writes are not counted against the cap. */
   run<T = unknown>(write: Write | Steps, options?: { bookkeeping?: boolean }): Promise<T>;
@@ -32,7 +32,7 @@ export interface Writer {
   close(): Promise<void>;
 }
 
-export function statementRunner(sqlite: Database) {
+function statementRunner(sqlite: Database) {
   const prepared = new Map<string, Statement>();
   const runOne = ({ sql, mode, params, exact = false }: Write): unknown => {
     let statement = prepared.get(sql);
@@ -67,7 +67,7 @@ export function statementRunner(sqlite: Database) {
   };
 }
 
-export function inThreadWriter(sqlite: Database, options: GroupCommitOptions, atTurnEnd?: TurnEnd): Writer {
+export function createWriter(sqlite: Database, options: GroupCommitOptions, atTurnEnd?: TurnEnd): Writer {
   const runStatement = statementRunner(sqlite);
   const reads = readSnapshot(sqlite, atTurnEnd);
   const commit = createGroupCommit(sqlite, { ...options, beforeBegin: reads.end });

@@ -1,18 +1,16 @@
 /**
- * The writer thread (docs/decisions/0001-group-commit.md), for its mechanism, not its timings: on
- * a database file, commits (and their fsyncs) run on a thread of their own while the event loop goes on.
+ * The writer (docs/decisions/0001-group-commit.md) on a database file: the group commit on the
+ * store's connection, and the reads of a turn between its commits (0015).
  */
 import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { closeSync, mkdtempSync, openSync, readSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { StoreUnavailable } from "../../src/core/failures";
 import type { Stores } from "../../src/core/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
-import { inThreadWriter, type Write, type Writer } from "../../src/db/sqlite/writer";
-import { startWriterThread } from "../../src/db/sqlite/writer-thread";
+import { createWriter, type Write } from "../../src/db/sqlite/writer";
 import { onSqlite } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { until } from "../support/until";
@@ -57,33 +55,11 @@ function walFrames(path: string): number {
   return header[4] ?? 0;
 }
 
-/** A write that changes nothing. */
-const NO_OP: Write = { sql: "SELECT 1", mode: "get", params: [] };
-
 /** One turn of the event loop: writes queued before it have been handed to the writer. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-describe.if(onSqlite)("the writer thread", () => {
-  test("a write is committed while this thread is blocked: the commit runs on another thread", async () => {
-    const { stores, path } = storesOnFile();
-    const created = stores.plants.createPlant(1, { id: 7, name: "fern" });
-    await turn();
-    // From here this thread never yields: no event-loop turn, no microtask. If the commit ran
-    // here, the row could not appear before the loop below gives up.
-    const reader = new Database(path, { readonly: true });
-    const seen = reader.prepare("SELECT name FROM plants WHERE owner_id = 1 AND id = 7");
-    const deadline = performance.now() + 10_000;
-    let row = seen.get();
-    while (row === null && performance.now() < deadline) {
-      Bun.sleepSync(1);
-      row = seen.get();
-    }
-    reader.close();
-    expect(row).toEqual({ name: "fern" });
-    expect(await created).toEqual({ name: "fern" });
-  });
-
-  test("each write still gets its own answer: 200, 409, 204 and 404 as one batch", async () => {
+describe.if(onSqlite)("the writer on a database file", () => {
+  test("each write gets its own answer: 200, 409, 204 and 404 as one batch", async () => {
     const { stores } = storesOnFile();
     const outcomes = await Promise.all([
       stores.plants.createPlant(1, { id: 1, name: "a" }),
@@ -93,12 +69,11 @@ describe.if(onSqlite)("the writer thread", () => {
     ]);
     expect(outcomes).toEqual([{ name: "a" }, undefined, { name: "b", tag: "t" }, false]);
     expect(await stores.plants.deletePlant(1, 1n)).toBe(true);
-    // Read on this thread's own connection: the writer's commits are there.
     expect(await stores.plants.getPlant(1, 2n)).toEqual({ name: "b", tag: "t" });
     expect(await stores.plants.getPlant(1, 1n)).toBeUndefined();
   });
 
-  test("ids past 2^53 cross the thread boundary exactly", async () => {
+  test("ids past 2^53 are written and read back exactly", async () => {
     const { stores } = storesOnFile();
     const id = "9223372036854775807";
     await stores.plants.createPlant(1, { id: BigInt(id) as unknown as number, name: "max" });
@@ -106,10 +81,8 @@ describe.if(onSqlite)("the writer thread", () => {
     expect(page.lastId).toBe(BigInt(id));
   });
 
-  test("steps cross as one savepoint: a step that fails undoes the steps before it; the chosen step answers", async () => {
-    const path = join(scratch(), "plants.sqlite");
-    const reads = openedOn(path);
-    const writer = startWriterThread({ path, synchronous: "FULL", maxQueued: 16, lockTimeoutMs: 5_000, reads });
+  test("steps run as one savepoint: a step that fails undoes the steps before it; the chosen step answers", async () => {
+    const writer = createWriter(openedOn(join(scratch(), "plants.sqlite")), { maxQueued: 16 });
     cleanups.push(() => writer.close());
     const user = (name: string): Write => ({
       sql: "INSERT INTO users (name, created_at) VALUES (?1, ?2) RETURNING name, created_at AS at",
@@ -125,27 +98,6 @@ describe.if(onSqlite)("the writer thread", () => {
     expect(names).toEqual({ names: "a,c,d" });
   });
 
-  test("starts with the first write, never with the stores, and one thread serves every write", async () => {
-    const started: unknown[] = [];
-    const Original = globalThis.Worker;
-    globalThis.Worker = class extends Original {
-      constructor(...args: ConstructorParameters<typeof Worker>) {
-        super(...args);
-        started.push(args[0]);
-      }
-    };
-    cleanups.push(() => {
-      globalThis.Worker = Original;
-    });
-    const { stores } = storesOnFile();
-    await turn();
-    expect(await stores.plants.getPlant(1, 1n)).toBeUndefined();
-    expect(started).toHaveLength(0);
-    expect(await stores.plants.createPlant(1, { id: 1, name: "fern" })).toEqual({ name: "fern" });
-    expect(await stores.tokens.issue("reader")).toMatchObject({ user: "reader" });
-    expect(started).toHaveLength(1);
-  });
-
   test("closing waits for the writes queued, then a write is refused", async () => {
     const { stores } = storesOnFile();
     const writes = [1, 2, 3].map((id) => stores.plants.createPlant(1, { id, name: `p${id}` }));
@@ -155,26 +107,6 @@ describe.if(onSqlite)("the writer thread", () => {
     cleanups.pop();
   });
 });
-
-// On PostgreSQL every read is a round trip, so the route is async there by nature.
-
-/** A worker writer on `path` (with another thread script, if given) that records its crashes. */
-function failingWriter(path: string, script?: URL, reads = new Database(":memory:")) {
-  const crashes: unknown[] = [];
-  cleanups.push(() => reads.close());
-  const writer = startWriterThread({
-    path,
-    // Unless given, its reads are not what these tests are about (and the file may be gone).
-    reads,
-    synchronous: "FULL",
-    maxQueued: 10,
-    lockTimeoutMs: 1_000,
-    onCrash: (error) => crashes.push(error),
-    script,
-  });
-  cleanups.push(() => writer.close());
-  return { writer, crashes };
-}
 
 describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
   test("a turn's reads share one snapshot: a row another process commits is seen from the next turn", async () => {
@@ -188,48 +120,29 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
     expect(await stores.plants.getPlant(1, 5n)).toEqual({ name: "fern" });
   });
 
-  const writers: Array<[string, (path: string, reads: Database) => Writer]> = [
-    [
-      "the writer thread",
-      (path, reads) =>
-        startWriterThread({
-          path,
-          synchronous: "FULL",
-          maxQueued: 16,
-          lockTimeoutMs: 5_000,
-          reads,
-          atTurnEnd: () => {},
-        }),
-    ],
-    ["a writer on the readers' connection", (_, reads) => inThreadWriter(reads, {}, () => {})],
-  ];
-  test.each(writers)(
-    "%s: a write's answer ends the snapshot, so a read after it sees every commit before it",
-    async (_, start) => {
-      const path = join(scratch(), "plants.sqlite");
-      const reads = openedOn(path);
-      // The snapshot never ends with the turn here: only a write's answer can end it.
-      const writer = start(path, reads);
-      cleanups.push(() => writer.close());
-      const names = reads.prepare<{ names: string | null }, []>(
-        "SELECT group_concat(name) AS names FROM (SELECT name FROM users ORDER BY name)",
-      );
-      writer.snapshot();
-      expect(names.get()).toEqual({ names: null });
-      const other = new Database(path);
-      other.run("INSERT INTO users (name, created_at) VALUES ('other', 0)");
-      other.close();
-      await turn();
-      expect(names.get()).toEqual({ names: null });
-      await writer.run({ sql: "INSERT INTO users (name, created_at) VALUES ('mine', 0)", mode: "run", params: [] });
-      expect(names.get()).toEqual({ names: "mine,other" });
-    },
-  );
+  test("a write's answer ends the snapshot, so a read after it sees every commit before it", async () => {
+    const reads = openedOn(join(scratch(), "plants.sqlite"));
+    // The snapshot never ends with the turn here: only a write's answer can end it.
+    const writer = createWriter(reads, {}, () => {});
+    cleanups.push(() => writer.close());
+    const names = reads.prepare<{ names: string | null }, []>(
+      "SELECT group_concat(name) AS names FROM (SELECT name FROM users ORDER BY name)",
+    );
+    writer.snapshot();
+    expect(names.get()).toEqual({ names: null });
+    const other = new Database(reads.filename);
+    other.run("INSERT INTO users (name, created_at) VALUES ('other', 0)");
+    other.close();
+    await turn();
+    expect(names.get()).toEqual({ names: null });
+    await writer.run({ sql: "INSERT INTO users (name, created_at) VALUES ('mine', 0)", mode: "run", params: [] });
+    expect(names.get()).toEqual({ names: "mine,other" });
+  });
 
   test("a connection closed under an open snapshot: its end at the turn's end throws nothing", async () => {
     const path = join(scratch(), "plants.sqlite");
     const reads = openDatabase({ path, synchronous: "FULL" }).sqlite;
-    const writer = inThreadWriter(reads, {});
+    const writer = createWriter(reads, {});
     writer.snapshot();
     expect(reads.inTransaction).toBe(true);
     reads.close();
@@ -276,7 +189,7 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
     for (let i = 0; i < 15; i++) expect((await burst()).every((plant) => plant?.name === name)).toBe(true);
     expect(walFrames(path)).toBeGreaterThan(1_000);
     backup.run("COMMIT");
-    // Retried 1, 2, 4… s after the checkpoints that found the reader: the next try after it ended.
+    // SQLite tries its checkpoint at each commit past 1,000 frames: the first after the read ends restarts the WAL.
     await until(
       async () => {
         await burst();
@@ -306,7 +219,7 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
   test("a writer on the readers' connection: closing it ends the snapshot", async () => {
     const reads = openedOn(join(scratch(), "plants.sqlite"));
     // The snapshot never ends with the turn here: only the close can end it.
-    const writer = inThreadWriter(reads, {}, () => {});
+    const writer = createWriter(reads, {}, () => {});
     writer.snapshot();
     expect(reads.inTransaction).toBe(true);
     await writer.close();
@@ -340,79 +253,5 @@ describe.if(onSqlite)("reads between writes (one snapshot a turn)", () => {
       const wal = Bun.file(`${path}-wal`);
       expect((await wal.exists()) ? wal.size : 0).toBe(0);
     }
-  });
-});
-
-describe.if(onSqlite)("a writer thread that dies", () => {
-  test("in the middle of folding the WAL back: reads take their snapshot again", async () => {
-    const path = join(scratch(), "plants.sqlite");
-    const reads = openDatabase({ path, synchronous: "FULL" }).sqlite;
-    const { writer, crashes } = failingWriter(
-      path,
-      new URL("../support/fixtures/flagging-writer.ts", import.meta.url),
-      reads,
-    );
-    expect(await writer.run(NO_OP).catch((error) => error)).toBeInstanceOf(StoreUnavailable);
-    expect(crashes).toHaveLength(1);
-    writer.snapshot();
-    expect(reads.inTransaction).toBe(true);
-  });
-
-  test("its writes fail as the store's (503), at once; a later write starts a new thread, at most once a second", async () => {
-    const path = join(scratch(), "plants.sqlite");
-    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
-    const { writer, crashes } = failingWriter(path, new URL("../support/fixtures/dying-writer.ts", import.meta.url));
-    const first = await writer.run(NO_OP).catch((error) => error);
-    expect(first).toBeInstanceOf(StoreUnavailable);
-    expect((first as StoreUnavailable).kind).toBe("io");
-    expect(crashes).toHaveLength(1);
-    // Within the pause no thread is started: refused at once, not queued.
-    const refused = await writer.run(NO_OP).catch((error) => error);
-    expect((refused as StoreUnavailable).kind).toBe("io");
-    expect(crashes).toHaveLength(1);
-    // After it, a write starts a new thread (which dies again here).
-    const crashed = await until(
-      async () => {
-        await writer.run(NO_OP).catch(() => {});
-        return crashes.length;
-      },
-      { holds: (count) => count === 2, timeoutMs: 5_000 },
-    );
-    expect(crashed).toBe(2);
-  });
-
-  test("a thread that cannot be started at all: 503 io for the writes waiting on it, logged, and the service goes on", async () => {
-    const path = join(scratch(), "plants.sqlite");
-    openDatabase({ path, synchronous: "FULL" }).sqlite.close();
-    const Original = globalThis.Worker;
-    globalThis.Worker = class {
-      constructor() {
-        throw new Error("no thread for you");
-      }
-    } as unknown as typeof Worker;
-    cleanups.push(() => {
-      globalThis.Worker = Original;
-    });
-    const { writer, crashes } = failingWriter(path);
-    const failed = await Promise.all([writer.run(NO_OP), writer.run(NO_OP)].map((w) => w.catch((e) => e)));
-    for (const error of failed) {
-      expect(error).toBeInstanceOf(StoreUnavailable);
-      expect((error as StoreUnavailable).kind).toBe("io");
-    }
-    expect(crashes).toEqual([new Error("no thread for you")]);
-    // Within the pause the next write is refused at once, as after a crash.
-    const refused = await writer.run(NO_OP).catch((error) => error);
-    expect((refused as StoreUnavailable).kind).toBe("io");
-    expect(crashes).toHaveLength(1);
-  });
-
-  test("a writer thread that cannot open the file (it is gone): 503 io for its writes, logged, never a new empty file", async () => {
-    const path = join(scratch(), "gone.sqlite");
-    const { writer, crashes } = failingWriter(path);
-    const failed = await writer.run(NO_OP).catch((error) => error);
-    expect(failed).toBeInstanceOf(StoreUnavailable);
-    expect((failed as StoreUnavailable).kind).toBe("io");
-    expect(crashes).toHaveLength(1);
-    expect(await Bun.file(path).exists()).toBe(false);
   });
 });
