@@ -19,6 +19,8 @@ COPY --from=build /app/dist/plant-store /usr/local/bin/plant-store
 USER plant-store
 WORKDIR /data
 ENV DATABASE_URL=/data/plants.sqlite HOST=0.0.0.0 PORT=3000
+# The start script's memory settings (package.json, docs/decisions/0016-jsc-memory-settings.md).
+ENV BUN_JSC_forceRAMSize=134217728 BUN_JSC_useFTLJIT=0
 VOLUME /data
 EXPOSE 3000
 # SIGTERM drains for SHUTDOWN_TIMEOUT_MS (10 s): give `docker stop -t 20` or stop_grace_period: 20s.

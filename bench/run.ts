@@ -37,6 +37,7 @@ import {
   fail,
   peakRssKiB,
   type Running,
+  startScript,
   startTarget,
   TARGETS,
   type TargetName,
@@ -112,7 +113,7 @@ async function main() {
       `\nPlant Store vs bench/baseline/ — ${ROUNDS} alternating rounds, ${SECONDS} s each, wrk -t2 -c${CONNECTIONS}, ${2 * SEED_PER_USER} plants seeded; figures are medians, ratios the median of per-round ratios`,
     );
     console.log(
-      `\nA. Like for like — service: \`bun --max-http-header-size=16384 src/index.ts\` (what \`bun run start\` runs) with its defaults: synchronous=FULL with group commit, access log on, the per-token rate limit off (service-limit: on, RATE_LIMIT_PER_MINUTE=${DEFAULT_RATE_LIMIT}, the default); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work, no rate limit; every side's load turns over ${perUser} tokens per user\n`,
+      `\nA. Like for like — service: \`${startScript().text}\` (\`bun run start\`) with its defaults: synchronous=FULL with group commit, access log on, the per-token rate limit off (service-limit: on, RATE_LIMIT_PER_MINUTE=${DEFAULT_RATE_LIMIT}, the default); baseline: plain Bun.serve + bun:sqlite, synchronous=NORMAL, the same request-id, access-log and metrics work, no rate limit; every side's load turns over ${perUser} tokens per user\n`,
     );
     const tableA = baselineReport(results, rss, direct);
     console.log(`\n${tagIndexNote(paths)}`);

@@ -20,8 +20,17 @@ export interface Target {
   env: Record<string, string>;
 }
 
-// What `bun run start` runs.
-const SERVICE_COMMAND = ["bun", "--max-http-header-size=16384", join(ROOT, "src/index.ts")];
+/** What `bun run start` runs, read from package.json: its leading `NAME=value` words are the environment. */
+export function startScript(): { text: string; command: string[]; env: Record<string, string> } {
+  const { scripts } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: { start: string } };
+  const words = scripts.start.split(/\s+/);
+  const first = words.findIndex((word) => !/^\w+=/.test(word));
+  const command = words.slice(first).map((word) => (word.endsWith(".ts") ? join(ROOT, word) : word));
+  const settings = words.slice(0, first).map((word) => word.split("=", 2) as [string, string]);
+  return { text: scripts.start, command, env: Object.fromEntries(settings) };
+}
+const START = startScript();
+const SERVICE_COMMAND = START.command;
 const BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/server.ts")];
 /** The per-token limit of a service started with no setting (src/config.ts), said explicitly so the caller's shell cannot change it. */
 export const DEFAULT_RATE_LIMIT = loadConfig({}).rateLimitPerMinute;
@@ -30,7 +39,7 @@ const LIMIT_ON = String(DEFAULT_RATE_LIMIT);
 // The service's defaults (durable writes, the access log on), said explicitly; the per-token rate
 // limit off (one bench client is far past any token's budget), and on beside it ("service-limit",
 // whose load turns over many tokens per user, bench/load-tokens.ts, so it is not throttled).
-const SERVICE_ENV = { DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" };
+const SERVICE_ENV = { ...START.env, DB_SYNCHRONOUS: "FULL", RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" };
 
 export const TARGETS: Target[] = [
   { name: "service", command: SERVICE_COMMAND, script: "start", env: SERVICE_ENV },
@@ -72,9 +81,9 @@ export const SERVICE_LIMIT_OFF: Target = target("service");
  */
 const POSTGRES_BASELINE_COMMAND = ["bun", join(ROOT, "bench/baseline/postgres-server.ts")];
 export const POSTGRES_TARGETS = {
-  service: { ...target("service"), env: { RATE_LIMIT_PER_MINUTE: LIMIT_ON, LOG_LEVEL: "info" } },
-  serviceWarn: { ...target("service-warn"), env: { RATE_LIMIT_PER_MINUTE: LIMIT_ON, LOG_LEVEL: "warn" } },
-  serviceLimitOff: { ...target("service"), env: { RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" } },
+  service: { ...target("service"), env: { ...START.env, RATE_LIMIT_PER_MINUTE: LIMIT_ON, LOG_LEVEL: "info" } },
+  serviceWarn: { ...target("service-warn"), env: { ...START.env, RATE_LIMIT_PER_MINUTE: LIMIT_ON, LOG_LEVEL: "warn" } },
+  serviceLimitOff: { ...target("service"), env: { ...START.env, RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "info" } },
   baseline: { name: "baseline", command: POSTGRES_BASELINE_COMMAND, env: {} },
   floor: {
     name: "floor",
