@@ -164,5 +164,3 @@ function lostTransaction(outcomes: Array<{ ok: boolean; error?: unknown }>): unk
   const last = outcomes[outcomes.length - 1];
   return last && !last.ok ? last.error : new Error("the group transaction ended early; no write of it was committed");
 }
-
-export type GroupCommit = ReturnType<typeof createGroupCommit>;

@@ -1,5 +1,4 @@
 import type { Database, SQLQueryBindings, Statement } from "bun:sqlite";
-import type { StoreFailureKind } from "../../core/failures";
 import { createGroupCommit, type GroupCommitOptions } from "./group-commit";
 import { readSnapshot, type TurnEnd } from "./snapshot";
 
@@ -22,15 +21,7 @@ export interface Steps {
 export const countRows = async (writes: Writer, sql: string, params: SQLQueryBindings[]) =>
   (await writes.run<unknown[]>({ sql, mode: "all", params }, { bookkeeping: true })).length;
 
-/** Group commit on the store's own connection (docs/decisions/0001-group-commit.md). */
-export interface Writer {
-  /** Resolves once committed; `bookkeeping` writes are not counted against the cap. */
-  run<T = unknown>(write: Write | Steps, options?: { bookkeeping?: boolean }): Promise<T>;
-  /** Before a read on the store's connection: the turn's reads share one snapshot, ended by a commit (snapshot.ts). */
-  snapshot(): void;
-  problem(): StoreFailureKind | undefined;
-  close(): Promise<void>;
-}
+export type Writer = ReturnType<typeof createWriter>;
 
 function statementRunner(sqlite: Database) {
   const prepared = new Map<string, Statement>();
@@ -67,13 +58,16 @@ function statementRunner(sqlite: Database) {
   };
 }
 
-export function createWriter(sqlite: Database, options: GroupCommitOptions, atTurnEnd?: TurnEnd): Writer {
+/** Group commit on the store's own connection (docs/decisions/0001-group-commit.md). */
+export function createWriter(sqlite: Database, options: GroupCommitOptions, atTurnEnd?: TurnEnd) {
   const runStatement = statementRunner(sqlite);
   const reads = readSnapshot(sqlite, atTurnEnd);
   const commit = createGroupCommit(sqlite, { ...options, beforeBegin: reads.end });
   return {
-    run: <T>(write: Write | Steps, runOptions?: { bookkeeping?: boolean }) =>
+    /** Resolves once committed; `bookkeeping` writes are not counted against the cap. */
+    run: <T = unknown>(write: Write | Steps, runOptions?: { bookkeeping?: boolean }) =>
       commit.run(() => runStatement(write) as T, runOptions),
+    /** Before a read on the store's connection: the turn's reads share one snapshot, ended by a commit (snapshot.ts). */
     snapshot: reads.enter,
     problem: commit.problem,
     close: async () => {
