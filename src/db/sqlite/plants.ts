@@ -28,8 +28,8 @@ const plantValues = (plant: NewPlant): SQLQueryBindings[] =>
   );
 
 /**
- * Reads run on the caller's thread; ids are read as bigints (`safeIntegers`): the driver would round
- * them. Every write that changes a plant logs the change in its own savepoint (CHANGE_SQL).
+ * Ids are read as bigints (`safeIntegers`): the driver would round them. Every write that changes
+ * a plant logs the change in its own savepoint (CHANGE_SQL).
  */
 export function createSqlitePlantStore(
   sqlite: Database,
