@@ -96,11 +96,6 @@ export class ChangeStream {
       if (next.prunedThrough > this.cursor) return this.end();
       ({ changes, more: left } = next);
     }
-    this.goLive();
-  }
-
-  /** The backlog is read: what waited goes out, and from now on each change as it comes. */
-  private goLive() {
     const waiting = this.pending ?? [];
     this.pending = undefined;
     for (const change of waiting) this.deliver(change, eventBytes(change));
