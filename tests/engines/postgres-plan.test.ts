@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { ReservedSQL, SQL } from "bun";
 import { getTableConfig } from "drizzle-orm/pg-core";
+import type { NewPlant } from "../../src/core/plant";
 import { LIST_CHUNK_SIZE, type PlantFilter } from "../../src/core/stores";
 import { connect } from "../../src/db/postgres/client";
 import { createPostgresPlantStore } from "../../src/db/postgres/plants";
 import * as schema from "../../src/db/postgres/schema";
+import { createPostgresTokenStore } from "../../src/db/postgres/tokens";
 import { freshPostgresDatabase, onPostgres, postgresTarget, recordingClient } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 
@@ -250,6 +252,60 @@ describe.if(onPostgres)("PostgreSQL costs a page of a large owner as a page", ()
         ];
         const cost = explained.Plan["Total Cost"];
         expect({ sql, cost, belowJit: cost < limit }).toEqual({ sql, cost, belowJit: true });
+      }
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+/*
+ * A group's statement joins its rows (a JSON recordset, a list of hashes) to a table. PostgreSQL costs a
+ * function's rows at 100 whatever it holds, and for a table of a few thousand rows found scanning it all
+ * cheaper than 100 probes: a delete of two plants read every plant. Each row must be a probe of its key.
+ */
+describe.if(onPostgres)("PostgreSQL finds a group's rows by their keys, whatever the table holds", () => {
+  const ROWS = 20_000;
+
+  test(`deletes, keyed creates and token lookups probe their keys in tables of ${ROWS} rows`, async () => {
+    const { client: own } = connect({ ...postgresTarget(await freshPostgresDatabase()), statementTimeoutMs: 0 }, 2);
+    try {
+      await own`INSERT INTO users (name, created_at) VALUES ('a', now()), ('b', now())`;
+      await own`INSERT INTO plants (owner_id, id, name) SELECT 1 + g % 2, g, 'Plant ' || g FROM generate_series(1, ${ROWS}) g`;
+      await own`INSERT INTO tokens (user_id, hash, created_at, name, scopes)
+        SELECT 1 + g % 2, md5(g::text), now(), 'load', 7 FROM generate_series(1, ${ROWS}) g`;
+      await own`INSERT INTO idempotency_keys (owner_id, key, request_hash, status, body, created_at)
+        SELECT 1 + g % 2, 'key-' || g, 'hash', 200, '{}', now() FROM generate_series(1, ${ROWS}) g`;
+      await own`VACUUM ANALYZE`;
+      const seen: Array<{ sql: string; params: unknown[] }> = [];
+      const recording = recordingClient(own, seen);
+      const plants = createPostgresPlantStore(recording);
+      const answer = { status: 200, body: "{}", etag: '"e"' };
+      const keyed = { key: "new-key", requestHash: "h", at: Date.now(), expiredAt: 0, created: answer, taken: answer };
+      await Promise.all([plants.deletePlant(1, 2n), plants.deletePlant(2, 3n)]);
+      await plants.createPlantOnce(1, { id: 99_999_999, name: "new" } as NewPlant, keyed);
+      await createPostgresTokenStore(recording).authenticate("not a token");
+      const groups = [
+        ...new Map(seen.filter(({ sql }) => /json|string_to_array/.test(sql)).map((s) => [s.sql, s])).values(),
+      ];
+      expect(groups.map(({ sql }) => sql.trim().split(/\s+/).slice(0, 3).join(" "))).toEqual([
+        "WITH gone AS",
+        "WITH q AS",
+        expect.stringMatching(/^SELECT/),
+      ]);
+      const connection = await own.reserve();
+      try {
+        for (const mode of PLAN_MODES) {
+          await connection.unsafe(`SET plan_cache_mode = ${mode}`);
+          for (const { sql, params } of groups) {
+            const scans = (await explain(connection, sql, params))
+              .filter((node) => node["Node Type"] === "Seq Scan")
+              .map((node) => node["Relation Name"]);
+            expect({ mode, sql, scans }).toEqual({ mode, sql, scans: [] });
+          }
+        }
+      } finally {
+        connection.release();
       }
     } finally {
       await own.close();

@@ -25,6 +25,12 @@ const CHANGES_NOTHING = VALUE_FIELDS.map(
 const holds = (first: number) =>
   VALUE_FIELDS.map(({ column, type }, i) => `"${column}" IS NOT DISTINCT FROM $${first + i}::${type}`).join(" AND ");
 
+/**
+ * One row by its key, for each row of a group: LIMIT keeps the subquery a probe of the index, where a join would
+ * be planned for a function's default 100 rows and scan a table of a few thousand rows to find two.
+ */
+const probe = (table: string, key: string, columns = "*") => `SELECT ${columns} FROM ${table} WHERE ${key} LIMIT 1`;
+
 /** Binds owner, tag, cursor and row count, those the filter has, in that order. */
 function listSql({ tag, after }: PlantFilter, columns: string): string {
   const where = ["owner_id = $1"];
@@ -66,9 +72,8 @@ export const PLANT_SQL = {
   /** A locked plant is skipped, not waited for: its delete goes again alone (`deleteOne`). $2: at. */
   deleteGroup: `WITH gone AS (
       DELETE FROM plants USING (
-        SELECT p.owner_id, p.id FROM plants p
-        JOIN json_to_recordset($1::text::json) AS q(o integer, i bigint) ON p.owner_id = q.o AND p.id = q.i
-        FOR UPDATE OF p SKIP LOCKED
+        SELECT p.owner_id, p.id FROM json_to_recordset($1::text::json) AS q(o integer, i bigint)
+        CROSS JOIN LATERAL (${probe("plants", "owner_id = q.o AND id = q.i")} FOR UPDATE SKIP LOCKED) AS p
       ) AS free
       WHERE plants.owner_id = free.owner_id AND plants.id = free.id
       RETURNING ${returningPlant("plants")}
@@ -98,8 +103,11 @@ const TOKEN_COLUMNS = "user_id, hash, created_at, name, scopes, expires_at";
 
 export const TOKEN_SQL = {
   /** $1: a comma list of hashes. */
-  findActive: `SELECT hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt", scopes,
-    expires_at AS "expiresAt" FROM tokens WHERE hash = ANY(string_to_array($1::text, ',')) AND revoked_at IS NULL`,
+  findActive: `SELECT t.* FROM unnest(string_to_array($1::text, ',')) AS h(hash) CROSS JOIN LATERAL (${probe(
+    "tokens",
+    "hash = h.hash AND revoked_at IS NULL",
+    `hash, id AS "tokenId", user_id AS "userId", last_used_at AS "lastUsedAt", scopes, expires_at AS "expiresAt"`,
+  )}) AS t`,
   touch: "UPDATE tokens SET last_used_at = $1::timestamptz WHERE id = $2",
   anyToken: "SELECT id FROM tokens LIMIT 1",
   bootstrapLock: "SELECT pg_advisory_xact_lock($1::int8)",
@@ -141,7 +149,7 @@ export const IDEMPOTENCY_SQL = {
     ),
     kept AS (
       SELECT q.n, k.request_hash, k.status, k.body, k.etag, k.created_at <= q.expired_at AS expired
-      FROM q JOIN idempotency_keys k ON k.owner_id = q.owner_id AND k.key = q.key
+      FROM q CROSS JOIN LATERAL (${probe("idempotency_keys", "owner_id = q.owner_id AND key = q.key")}) AS k
     ),
     inserted AS (
       INSERT INTO plants (${PLANT_COLUMNS})

@@ -10,11 +10,12 @@ import { createGroups } from "./groups";
  * Takes up to $2 from each bucket $1 (comma lists; $3 per minute, $4 now ms, $5 refill per ms), locked
  * in key order so instances never deadlock. A row another instance just created gets no answer: ask again.
  */
-const ASKED_KEYS = "string_to_array($1::text, ',')::int8[]";
 const LEASE_SQL = `WITH asked AS (
-      SELECT key, n FROM unnest(${ASKED_KEYS}, string_to_array($2::text, ',')::int4[]) AS asked(key, n)
+      SELECT key, n FROM unnest(string_to_array($1::text, ',')::int8[], string_to_array($2::text, ',')::int4[]) AS asked(key, n)
     ),
-    held AS (SELECT key, tokens, updated_at FROM rate_limits WHERE key = ANY(${ASKED_KEYS}) ORDER BY key FOR UPDATE),
+    held AS (
+      SELECT key, tokens, updated_at FROM rate_limits WHERE key = ANY(ARRAY(SELECT key FROM asked)) ORDER BY key FOR UPDATE
+    ),
     taken AS (
       SELECT held.key, bucket.refilled, LEAST(asked.n, floor(bucket.refilled))::int AS granted,
         GREATEST(held.updated_at, $4::float8) AS updated_at
