@@ -30,10 +30,10 @@ export interface ChangeStore {
   /** Up to `count` changes of any owner after `after`: the live feed's one read per wake-up. */
   readAll(after: number, count: number): Promise<Change[]>;
   /**
-   * Resolves once every change committed before the call can be read (PostgreSQL stamps what
-   * waits; `joinScheduled`: with the stamp a write already scheduled, if there is one).
+   * Resolves once every change committed before the call can be read (PostgreSQL stamps what waits).
+   * `dispatcher`: woken by a stamp, it needs no more than the stamp a write here scheduled, if any.
    */
-  settle(joinScheduled?: boolean): Promise<void>;
+  settle(dispatcher?: boolean): Promise<void>;
   /** The newest seq of any owner: where the live feed starts. */
   newest(): Promise<number>;
   /** Removes up to `count` of the oldest changes written before `before` (ms), never the newest one. */

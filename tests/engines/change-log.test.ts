@@ -708,3 +708,49 @@ describe.if(onPostgres)("two instances writing while a reader follows (postgres)
     expect(await other.changes.readAll(0, 100_000)).toEqual(all);
   });
 });
+
+describe.if(onPostgres)("the webhook dispatcher stamps only changes left behind (postgres)", () => {
+  test("another instance's fresh changes wait for its own stamp; those of an instance stopped before it, a second", async () => {
+    const c = await changeLog();
+    const url = c.postgresUrl as string;
+    const writer = new SQL(url, { max: 1 });
+    sessions.push(writer);
+    // An instance's create as the store writes it, its stamp never run: it stopped, or has not stamped yet.
+    const write = (id: number) =>
+      writer.unsafe(PLANT_SQL.insertGroup, [
+        JSON.stringify([{ owner_id: c.alice, id: String(id), name: `plant ${id}`, tag: null }]),
+        c.time.now,
+      ]);
+    const waiting = async () =>
+      ((await writer.unsafe("SELECT count(*)::int AS n FROM plant_change_inbox")) as [{ n: number }])[0].n;
+    const dispatcher = () => c.stores.changes.settle(true);
+
+    await write(1);
+    await dispatcher();
+    c.time.now += 999;
+    await dispatcher();
+    expect(await waiting()).toBe(1);
+    // Its writer would have stamped it by now: it was left behind.
+    c.time.now += 1;
+    await dispatcher();
+    expect(await waiting()).toBe(0);
+    expect((await c.all()).map((change) => change.id)).toEqual([1n]);
+
+    // While an instance writes and stamps, the oldest row waiting is always a new one: never stamped here.
+    for (let id = 2; id <= 4; id++) {
+      await write(id);
+      await dispatcher();
+      c.time.now += 5_000;
+      await c.stores.changes.read(c.bob, 0n, 1);
+      expect(await waiting()).toBe(0);
+    }
+    await write(5);
+    await dispatcher();
+    c.time.now += 5_000;
+    expect(await waiting()).toBe(1);
+    // A reader stamps what waits at once: it reads after every change committed before it.
+    await c.stores.changes.settle();
+    expect(await waiting()).toBe(0);
+    expect((await c.all()).map((change) => change.id)).toEqual([1n, 2n, 3n, 4n, 5n]);
+  });
+});

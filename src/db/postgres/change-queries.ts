@@ -14,7 +14,7 @@ export const CHANGE_SQL = {
   all: `${SELECT_CHANGE} WHERE seq > $1 ORDER BY seq LIMIT $2`,
   newest: "SELECT coalesce(max(seq), 0)::float8 AS newest FROM plant_changes",
   /** Along the key, not a scan of a queue table full of dead rows. */
-  unstamped: "SELECT EXISTS (SELECT pos FROM plant_change_inbox ORDER BY pos LIMIT 1) AS unstamped",
+  oldestWaiting: "SELECT pos::text AS pos FROM plant_change_inbox ORDER BY pos LIMIT 1",
   stampLock: "SELECT pg_advisory_xact_lock($1::int8)",
   /**
    * Under stampLock, taken in a statement before this one, so this one's snapshot sees the last

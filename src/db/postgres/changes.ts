@@ -11,6 +11,8 @@ const STAMP_LOCK_KEY = 0x736571;
 const STAMP_BATCH = 1000;
 /** A write's stamp waits this long for others to share it: a stamp is a transaction of four statements. */
 const STAMP_SPACING_MS = 100;
+/** A row still the inbox's oldest this long after a follower first saw it was left behind by its writer. */
+const LEFT_BEHIND_MS = 1_000;
 /** Stamps are announced on it; a wake-up only, never the data: a listener that was away gets nothing. */
 export const CHANGES_CHANNEL = "plant_changes";
 
@@ -18,7 +20,11 @@ export const CHANGES_CHANNEL = "plant_changes";
  * Seqs are given after commit, in write order, by a stamp under an advisory lock: after each write here, and
  * before a read that finds changes waiting, another instance's too (docs/decisions/0010-change-log-order.md).
  */
-export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeStore & { logged(): void } {
+export function createPostgresChangeStore(
+  client: SQL,
+  log: FaultLog,
+  clock: () => number = Date.now,
+): ChangeStore & { logged(): void } {
   let running: Promise<void> | undefined;
   let again: Promise<void> | undefined;
   /** The stamp a write scheduled, until it has run. */
@@ -57,9 +63,24 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
     return again;
   }
 
+  const oldestWaiting = async () => ((await client.unsafe(CHANGE_SQL.oldestWaiting)) as Array<{ pos: string }>)[0]?.pos;
+  /** The inbox's oldest row when the dispatcher last looked, and since when it has been. */
+  let oldest: { pos: string; since: number } | undefined;
+
   async function stampWaiting(): Promise<void> {
-    const [{ unstamped }] = (await client.unsafe(CHANGE_SQL.unstamped)) as [{ unstamped: boolean }];
-    if (unstamped) await stamp();
+    if ((await oldestWaiting()) !== undefined) await stamp();
+  }
+
+  /**
+   * Each writer stamps its own rows; a dispatcher woken by a stamp's NOTIFY that stamped whatever waited
+   * answered the other instances' stamps with its own, in a loop while writes went on. It stamps only rows left
+   * behind (an instance stopped before its stamp): the oldest still waiting LEFT_BEHIND_MS after it first saw it.
+   */
+  async function stampLeftBehind(): Promise<void> {
+    const pos = await oldestWaiting();
+    const now = clock();
+    if (pos === undefined || pos !== oldest?.pos) oldest = pos === undefined ? undefined : { pos, since: now };
+    else if (now - oldest.since >= LEFT_BEHIND_MS) await stamp();
   }
 
   return {
@@ -85,8 +106,8 @@ export function createPostgresChangeStore(client: SQL, log: FaultLog): ChangeSto
         await subscription.unlisten();
       };
     },
-    /** Joining the stamp a write scheduled spares the dispatcher, woken by each NOTIFY, a stamp of its own per wake. */
-    settle: (joinScheduled = false) => (joinScheduled && scheduled) || stampWaiting(),
+    /** The dispatcher, woken by each NOTIFY, joins the stamp a write here scheduled, or stamps what was left behind. */
+    settle: (dispatcher = false) => (dispatcher ? (scheduled ?? stampLeftBehind()) : stampWaiting()),
     /** Writes that commit within STAMP_SPACING_MS of each other share a stamp. */
     logged() {
       scheduled ??= new Promise<void>((resolve) => {

@@ -56,7 +56,7 @@ export function createPostgresStores(
   };
   // Not at the start: it would take a second connection while the start's reads wait for the first.
   setTimeout(refreshSize, FIRST_SIZE_READ_MS).unref();
-  const changes = createPostgresChangeStore(client, log);
+  const changes = createPostgresChangeStore(client, log, clock);
   const plants = createPostgresPlantStore(client, { clock, logged: changes.logged });
   const webhooks = createPostgresWebhookStore(client, clock, changes.settle);
   return {
