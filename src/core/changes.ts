@@ -27,7 +27,10 @@ export interface ChangePage {
 export interface ChangeStore {
   /** Up to `count` of the owner's changes after `after`, oldest first, read after every change committed before the call. */
   read(ownerId: number, after: bigint, count: number): Promise<ChangePage>;
-  /** Up to `count` changes of any owner after `after`: the live feed's one read per wake-up. */
+  /**
+   * Up to `count` changes of any owner after `after`: the live feed's one read per wake-up, of what the writers
+   * have stamped (PostgreSQL; `settle` first to read every change committed before).
+   */
   readAll(after: number, count: number): Promise<Change[]>;
   /**
    * Resolves once every change committed before the call can be read (PostgreSQL stamps what waits).

@@ -70,7 +70,10 @@ async function changeLog() {
     /** Every change of `owner`, oldest first. */
     log: async (owner: number) => (await stores.changes.read(owner, 0n, 100_000)).changes,
     /** Every change of every owner, oldest first. */
-    all: () => stores.changes.readAll(0, 100_000),
+    all: async () => {
+      await stores.changes.settle();
+      return stores.changes.readAll(0, 100_000);
+    },
   };
 }
 
@@ -430,6 +433,7 @@ describe(`pruning (${ENGINE})`, () => {
     // The next write's seq is still past every earlier one, whoever writes it.
     c.time.now = T0 + 2_000 * SECOND;
     await c.stores.plants.createPlant(c.bob, { id: 99, name: "later" });
+    await c.stores.changes.settle();
     const later = (await c.stores.changes.readAll(s5, 10))[0] as Change;
     expect(later).toMatchObject({ ownerId: c.bob, id: 99n, type: "plant.created" });
     expect(later.seq).toBeGreaterThan(Math.max(...seq));
@@ -705,11 +709,12 @@ describe.if(onPostgres)("two instances writing while a reader follows (postgres)
     }
     expectIncreasing(all.map((change) => change.seq));
     // Both instances read the same log.
+    await other.changes.settle();
     expect(await other.changes.readAll(0, 100_000)).toEqual(all);
   });
 });
 
-describe.if(onPostgres)("the webhook dispatcher stamps only changes left behind (postgres)", () => {
+describe.if(onPostgres)("the webhook dispatcher and the live feed stamp only changes left behind (postgres)", () => {
   test("another instance's fresh changes wait for its own stamp; those of an instance stopped before it, a second", async () => {
     const c = await changeLog();
     const url = c.postgresUrl as string;
@@ -723,29 +728,32 @@ describe.if(onPostgres)("the webhook dispatcher stamps only changes left behind 
       ]);
     const waiting = async () =>
       ((await writer.unsafe("SELECT count(*)::int AS n FROM plant_change_inbox")) as [{ n: number }])[0].n;
-    const dispatcher = () => c.stores.changes.settle(true);
+    // The live feed's read follows the same rule.
+    const followers = [() => c.stores.changes.settle(true), () => c.stores.changes.readAll(0, 1)];
+    let turn = 0;
+    const follow = () => (followers[turn++ % 2] as () => Promise<unknown>)();
 
     await write(1);
-    await dispatcher();
+    await follow();
     c.time.now += 999;
-    await dispatcher();
+    await follow();
     expect(await waiting()).toBe(1);
     // Its writer would have stamped it by now: it was left behind.
     c.time.now += 1;
-    await dispatcher();
+    await follow();
     expect(await waiting()).toBe(0);
     expect((await c.all()).map((change) => change.id)).toEqual([1n]);
 
     // While an instance writes and stamps, the oldest row waiting is always a new one: never stamped here.
     for (let id = 2; id <= 4; id++) {
       await write(id);
-      await dispatcher();
+      await follow();
       c.time.now += 5_000;
       await c.stores.changes.read(c.bob, 0n, 1);
       expect(await waiting()).toBe(0);
     }
     await write(5);
-    await dispatcher();
+    await follow();
     c.time.now += 5_000;
     expect(await waiting()).toBe(1);
     // A reader stamps what waits at once: it reads after every change committed before it.

@@ -64,7 +64,7 @@ export function createPostgresChangeStore(
   }
 
   const oldestWaiting = async () => ((await client.unsafe(CHANGE_SQL.oldestWaiting)) as Array<{ pos: string }>)[0]?.pos;
-  /** The inbox's oldest row when the dispatcher last looked, and since when it has been. */
+  /** The inbox's oldest row when a follower last looked, and since when it has been. */
   let oldest: { pos: string; since: number } | undefined;
 
   async function stampWaiting(): Promise<void> {
@@ -72,9 +72,10 @@ export function createPostgresChangeStore(
   }
 
   /**
-   * Each writer stamps its own rows; a dispatcher woken by a stamp's NOTIFY that stamped whatever waited
-   * answered the other instances' stamps with its own, in a loop while writes went on. It stamps only rows left
-   * behind (an instance stopped before its stamp): the oldest still waiting LEFT_BEHIND_MS after it first saw it.
+   * Each writer stamps its own rows; followers woken by a stamp's NOTIFY (the dispatcher, the live feed) that
+   * stamped whatever waited answered the other instances' stamps with their own, in a loop while writes went on.
+   * They stamp only rows left behind (an instance stopped before its stamp): the oldest still waiting
+   * LEFT_BEHIND_MS after they first saw it.
    */
   async function stampLeftBehind(): Promise<void> {
     const pos = await oldestWaiting();
@@ -93,7 +94,7 @@ export function createPostgresChangeStore(
       return changePage(rows, count, found[0] ?? { newest: 0, prunedThrough: 0 }, VALUE_FIELDS);
     },
     async readAll(after, count) {
-      await stampWaiting();
+      await stampLeftBehind();
       return changesOf((await client.unsafe(CHANGE_SQL.all, [after, count])) as ChangeRow[], VALUE_FIELDS);
     },
     newest: async () => ((await client.unsafe(CHANGE_SQL.newest)) as [{ newest: number }])[0].newest,
