@@ -4,7 +4,7 @@
  */
 import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { closeSync, mkdtempSync, openSync, readSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stores } from "../../src/core/stores";
@@ -105,6 +105,33 @@ describe.if(onSqlite)("the writer on a database file", () => {
     expect(await Promise.all(writes)).toEqual([{ name: "p1" }, { name: "p2" }, { name: "p3" }]);
     await expect(stores.plants.createPlant(1, { id: 4, name: "late" })).rejects.toThrow();
     cleanups.pop();
+  });
+
+  test("the file deleted, moved or replaced under the store: writes fail as io until it is back, none is lost", async () => {
+    const { stores, path } = storesOnFile();
+    const create = (id: number) => stores.plants.createPlant(1, { id, name: `p${id}` });
+    const refused = { kind: "io", cause: expect.objectContaining({ message: expect.stringContaining(path) }) };
+    expect(await create(1)).toEqual({ name: "p1" });
+    // Moved away: the connection would go on writing to a file no one opens again.
+    renameSync(path, `${path}.moved`);
+    await expect(create(2)).rejects.toMatchObject(refused);
+    expect(stores.status.problem()).toBe("io");
+    // Another database in its place.
+    const other = join(scratch(), "other.sqlite");
+    openedOn(other).close();
+    renameSync(other, path);
+    await expect(create(3)).rejects.toMatchObject(refused);
+    // Deleted.
+    rmSync(path);
+    await expect(create(4)).rejects.toMatchObject(refused);
+    // Put back: writes go on, and every one written is in the file.
+    renameSync(`${path}.moved`, path);
+    expect(await create(5)).toEqual({ name: "p5" });
+    expect(stores.status.problem()).toBeUndefined();
+    await stores.close();
+    cleanups.pop();
+    const ids = openedOn(path).query("SELECT id FROM plants ORDER BY id").values();
+    expect(ids).toEqual([[1], [5]]);
   });
 });
 

@@ -82,6 +82,11 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     }
     lockPolls = 0;
     const batch = take();
+    if (!health.fileInPlace()) {
+      sqlite.run("ROLLBACK");
+      const moved = new Error(`the database file ${sqlite.filename} was deleted or replaced while open`);
+      return rejectAll(batch, new StoreUnavailable("io", { cause: moved }));
+    }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     try {
       for (const pending of batch) {

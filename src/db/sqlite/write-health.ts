@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { statfsSync } from "node:fs";
+import { statfsSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import type { StoreFailureKind } from "../../core/failures";
 
@@ -18,6 +18,16 @@ function roomLeft(sqlite: Database): number {
   return room;
 }
 
+/** Whether the path still names the file this connection opened: deleted or replaced, it would take writes no one reads. */
+function fileInPlace(sqlite: Database): () => boolean {
+  if (sqlite.filename === "" || sqlite.filename === ":memory:") return () => true;
+  const opened = statSync(sqlite.filename);
+  return () => {
+    const now = statSync(sqlite.filename, { throwIfNoEntry: false });
+    return now?.ino === opened.ino && now.dev === opened.dev;
+  };
+}
+
 /**
  * Why writes fail now, for readiness: set by a commit that fails for it, cleared by a client's
  * write or a probe; bookkeeping writes fit where clients' do not, so they clear nothing.
@@ -31,6 +41,7 @@ export function createWriteHealth(
   const userVersion = sqlite.prepare<{ user_version: number }, []>("PRAGMA user_version");
   return {
     current: () => problem,
+    fileInPlace: fileInPlace(sqlite),
     set(next: StoreFailureKind | undefined, error?: unknown) {
       if (next === problem) return;
       problem = next;
