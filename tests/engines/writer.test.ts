@@ -4,9 +4,9 @@
  */
 import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { closeSync, mkdtempSync, openSync, readSync, renameSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Stores } from "../../src/core/stores";
 import { openDatabase } from "../../src/db/sqlite/client";
 import { createSqliteStores } from "../../src/db/sqlite/stores";
@@ -124,14 +124,21 @@ describe.if(onSqlite)("the writer on a database file", () => {
     // Deleted.
     rmSync(path);
     await expect(create(4)).rejects.toMatchObject(refused);
-    // Put back: writes go on, and every one written is in the file.
+    // Its folder moved away and a file in its place: the path cannot even be looked up.
+    const folder = dirname(path);
     renameSync(`${path}.moved`, path);
-    expect(await create(5)).toEqual({ name: "p5" });
+    renameSync(folder, `${folder}.moved`);
+    writeFileSync(folder, "not a folder");
+    await expect(create(5)).rejects.toMatchObject(refused);
+    rmSync(folder);
+    renameSync(`${folder}.moved`, folder);
+    // Put back: writes go on, and every one written is in the file.
+    expect(await create(6)).toEqual({ name: "p6" });
     expect(stores.status.problem()).toBeUndefined();
     await stores.close();
     cleanups.pop();
     const ids = openedOn(path).query("SELECT id FROM plants ORDER BY id").values();
-    expect(ids).toEqual([[1], [5]]);
+    expect(ids).toEqual([[1], [6]]);
   });
 });
 

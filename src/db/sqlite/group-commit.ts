@@ -84,7 +84,7 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     const batch = take();
     if (!health.fileInPlace()) {
       sqlite.run("ROLLBACK");
-      const moved = new Error(`the database file ${sqlite.filename} was deleted or replaced while open`);
+      const moved = new Error(`the database file ${sqlite.filename} was deleted, moved or replaced while open`);
       return rejectAll(batch, new StoreUnavailable("io", { cause: moved }));
     }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];

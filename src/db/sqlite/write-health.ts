@@ -23,8 +23,12 @@ function fileInPlace(sqlite: Database): () => boolean {
   if (sqlite.filename === "" || sqlite.filename === ":memory:") return () => true;
   const opened = statSync(sqlite.filename);
   return () => {
-    const now = statSync(sqlite.filename, { throwIfNoEntry: false });
-    return now?.ino === opened.ino && now.dev === opened.dev;
+    try {
+      const now = statSync(sqlite.filename, { throwIfNoEntry: false });
+      return now?.ino === opened.ino && now.dev === opened.dev;
+    } catch {
+      return false; // its folder gone or not a folder (ENOTDIR), or out of reach
+    }
   };
 }
 
