@@ -82,13 +82,12 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     }
     lockPolls = 0;
     const batch = take();
-    if (!health.fileInPlace()) {
-      sqlite.run("ROLLBACK");
-      const moved = new Error(`the database file ${sqlite.filename} was deleted, moved or replaced while open`);
-      return rejectAll(batch, new StoreUnavailable("io", { cause: moved }));
-    }
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     try {
+      if (!health.fileInPlace()) {
+        const moved = new Error(`the database file ${sqlite.filename} was deleted, moved or replaced while open`);
+        throw new StoreUnavailable("io", { cause: moved });
+      }
       for (const pending of batch) {
         try {
           outcomes.push({ ok: true, value: pending.write() });
