@@ -546,7 +546,7 @@ describe.if(onPostgres)("ordering under a late commit (postgres)", () => {
     // Another session writes a plant and its change exactly as the store's create does, and holds it open.
     await held.unsafe("BEGIN");
     const json = JSON.stringify([{ owner_id: c.alice, id: "100", name: "late", tag: null }]);
-    expect(await held.unsafe(PLANT_SQL.insertGroup, [json, T0])).toHaveLength(1);
+    expect(await held.unsafe(PLANT_SQL.writeGroup, [json, T0, "[]"])).toHaveLength(1);
     const [heldRow] = (await held.unsafe("SELECT pos::float8 AS pos FROM plant_change_inbox WHERE id = 100")) as Array<{
       pos: number;
     }>;
@@ -610,7 +610,7 @@ describe.if(onPostgres)("ordering under a late commit (postgres)", () => {
     sessions.push(held);
     await held.unsafe("BEGIN");
     const json = JSON.stringify([{ owner_id: c.alice, id: "100", name: "never", tag: null }]);
-    await held.unsafe(PLANT_SQL.insertGroup, [json, T0]);
+    await held.unsafe(PLANT_SQL.writeGroup, [json, T0, "[]"]);
     await c.stores.plants.createPlant(c.alice, { id: 1, name: "one" });
     const first = await c.log(c.alice);
     expect(first.map((change) => change.id)).toEqual([1n]);
@@ -722,9 +722,10 @@ describe.if(onPostgres)("the webhook dispatcher and the live feed stamp only cha
     sessions.push(writer);
     // An instance's create as the store writes it, its stamp never run: it stopped, or has not stamped yet.
     const write = (id: number) =>
-      writer.unsafe(PLANT_SQL.insertGroup, [
+      writer.unsafe(PLANT_SQL.writeGroup, [
         JSON.stringify([{ owner_id: c.alice, id: String(id), name: `plant ${id}`, tag: null }]),
         c.time.now,
+        "[]",
       ]);
     const waiting = async () =>
       ((await writer.unsafe("SELECT count(*)::int AS n FROM plant_change_inbox")) as [{ n: number }])[0].n;

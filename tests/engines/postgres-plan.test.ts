@@ -289,7 +289,7 @@ describe.if(onPostgres)("PostgreSQL finds a group's rows by their keys, whatever
         ...new Map(seen.filter(({ sql }) => /json|string_to_array/.test(sql)).map((s) => [s.sql, s])).values(),
       ];
       expect(groups.map(({ sql }) => sql.trim().split(/\s+/).slice(0, 3).join(" "))).toEqual([
-        "WITH gone AS",
+        "WITH inserted AS",
         "WITH q AS",
         expect.stringMatching(/^SELECT/),
       ]);

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { SQL } from "bun";
-import { createGroupInsert } from "../../src/db/postgres/group-insert";
+import { createWriteGroups } from "../../src/db/postgres/write-groups";
 import {
   eachRecordedPlantStore,
   makeTestApp,
@@ -13,8 +13,8 @@ import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
 /*
- * The mechanism behind PostgreSQL's write throughput: creates (src/db/postgres/group-insert.ts)
- * and deletes (plants.ts) that arrive together share a statement, and each still gets its own
+ * The mechanism behind PostgreSQL's write throughput: creates and deletes (src/db/postgres/write-groups.ts)
+ * that arrive together share a statement, and each still gets its own
  * exact answer. The behaviour every engine must show (one 200 per id, 409 for the rest; 204
  * once, then 404) is in tests/concurrency.test.ts, plants-create and plants-delete, on both engines.
  */
@@ -24,14 +24,18 @@ describe.if(onPostgres)("PostgreSQL group insert", () => {
   const statements = () => sent.map((statement) => statement.sql);
   /** True when the row went in, false when the owner already had the id. */
   let insert: (ownerId: number, id: bigint, name: string, tag: string | null) => Promise<boolean>;
+  /** True when the plant was there. */
+  let remove: (ownerId: number, id: bigint) => Promise<boolean>;
+  let writes: ReturnType<typeof createWriteGroups>;
   let owners: number[];
 
   beforeEach(async () => {
     let recording: SQL;
     ({ client, sent, recording, owners } = await recordedPostgres());
-    const creates = createGroupInsert(recording, Date.now, { maxSize: 50, concurrency: 2 });
+    writes = createWriteGroups(recording, Date.now, { maxSize: 50, concurrency: 2 });
     insert = async (ownerId, id, name, tag) =>
-      (await creates.insert(ownerId, { id, name, ...(tag === null ? {} : { tag }) })) !== undefined;
+      (await writes.insert(ownerId, { id, name, ...(tag === null ? {} : { tag }) })) !== undefined;
+    remove = (ownerId, id) => writes.remove(ownerId, id);
   });
 
   afterEach(async () => {
@@ -102,6 +106,118 @@ describe.if(onPostgres)("PostgreSQL group insert", () => {
     expect(await stored()).toEqual([`${a}:1:fine`, `${a}:3:fine too`, `${a}:100:x`, `${a}:101:y`]);
     // The group was tried whole once, then row by row.
     expect(statements().filter((sql) => sql.includes("INSERT INTO plants")).length).toBe(2 + 1 + 3);
+  });
+
+  /** The group statements sent: each one's creates' ids and deletes' ids. */
+  const groupsSent = () =>
+    sent
+      .filter(({ sql }) => sql.includes("WITH inserted AS"))
+      .map(({ params }) => ({
+        creates: (JSON.parse(params[0] as string) as Array<{ id: string }>).map((row) => BigInt(row.id)),
+        deletes: (JSON.parse(params[2] as string) as Array<{ i: string }>).map((row) => BigInt(row.i)),
+      }));
+  /** The change log's waiting rows for owner `a`, in the order written: "created 3", "deleted 5", … */
+  const logged = async (a: number) =>
+    (
+      (await client`SELECT type, id::text AS id FROM plant_change_inbox WHERE owner_id = ${a} ORDER BY pos`) as Array<{
+        type: string;
+        id: string;
+      }>
+    ).map((row) => `${row.type.slice("plant.".length)} ${row.id}`);
+
+  test("creates and deletes sent together share one statement; each is answered for its own plant", async () => {
+    const [a] = owners as [number];
+    for (const id of [1n, 2n]) await insert(a, id, "old", null);
+    sent.length = 0;
+    const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+    const answers = await Promise.all([remove(a, 1n), insert(a, 10n, "ten", null), remove(a, 2n), remove(a, 9n)]);
+    expect(await Promise.all(blockers)).toEqual([true, true]);
+    expect(answers).toEqual([true, true, true, false]);
+    // The blockers went out first; the four left together, in one statement.
+    expect(groupsSent().filter(({ deletes }) => deletes.length > 0)).toEqual([
+      { creates: expect.arrayContaining([10n]), deletes: [1n, 2n, 9n] },
+    ]);
+    // The plant the group did not find is asked again alone, for its own answer.
+    expect(statements().filter((sql) => sql.includes("DELETE FROM plants WHERE"))).toHaveLength(1);
+    expect(await stored()).toEqual([`${a}:10:ten`, `${a}:100:x`, `${a}:101:y`]);
+  });
+
+  test("a create and a delete of one plant sent together go in turn, and are logged in that order", async () => {
+    const [a] = owners as [number];
+    await insert(a, 3n, "old three", null);
+    sent.length = 0;
+    const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+    const answers = await Promise.all([
+      insert(a, 5n, "five", null),
+      remove(a, 5n),
+      remove(a, 3n),
+      insert(a, 3n, "new three", null),
+    ]);
+    await Promise.all(blockers);
+    expect(answers).toEqual([true, true, true, true]);
+    // The first of each pair left together; the second of each waited for that statement to end.
+    const groups = groupsSent();
+    const at = (kind: "creates" | "deletes", id: bigint) => groups.findIndex((group) => group[kind].includes(id));
+    expect(at("creates", 5n)).toBe(at("deletes", 3n));
+    expect(at("deletes", 5n)).toBeGreaterThan(at("creates", 5n));
+    expect(at("creates", 3n)).toBeGreaterThan(at("deletes", 3n));
+    expect(await stored()).toEqual([`${a}:3:new three`, `${a}:100:x`, `${a}:101:y`]);
+    // Each plant's changes in the order they were made (two plants' changes may interleave either way).
+    const log = await logged(a);
+    expect(log.filter((line) => line.endsWith(" 3"))).toEqual(["created 3", "deleted 3", "created 3"]);
+    expect(log.filter((line) => line.endsWith(" 5"))).toEqual(["created 5", "deleted 5"]);
+  });
+
+  test("a keyed create's group: the deletes sent with it go in a statement beside it", async () => {
+    const [a] = owners as [number];
+    await insert(a, 4n, "four", null);
+    sent.length = 0;
+    const answer = { status: 200, body: "{}", etag: '"e"' };
+    const keyed = { key: "k", requestHash: "h", at: Date.now(), expiredAt: 0, created: answer, taken: answer };
+    const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+    const [once, removed, plain] = await Promise.all([
+      writes.insertOnce(a, { id: 6n, name: "six" }, keyed),
+      remove(a, 4n),
+      insert(a, 7n, "seven", null),
+    ]);
+    await Promise.all(blockers);
+    expect(once.kind).toBe("fresh");
+    expect([removed, plain]).toEqual([true, true]);
+    expect(statements().filter((sql) => sql.includes("INSERT INTO idempotency_keys"))).toHaveLength(1);
+    expect(groupsSent().filter(({ deletes }) => deletes.length > 0)).toEqual([{ creates: [], deletes: [4n] }]);
+    expect(await stored()).toEqual([`${a}:6:six`, `${a}:7:seven`, `${a}:100:x`, `${a}:101:y`]);
+  });
+
+  test("a keyed create the database refuses fails alone; the delete sent beside it is answered as made", async () => {
+    const [a] = owners as [number];
+    await insert(a, 4n, "four", null);
+    const answer = { status: 200, body: "{}", etag: '"e"' };
+    const keyed = { key: "k", requestHash: "h", at: Date.now(), expiredAt: 0, created: answer, taken: answer };
+    const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+    const settled = await Promise.allSettled([
+      writes.insertOnce(a, { id: 6n, name: "bad\u0000" }, keyed),
+      remove(a, 4n),
+    ]);
+    await Promise.all(blockers);
+    expect(settled.map((outcome) => (outcome.status === "fulfilled" ? outcome.value : "rejected"))).toEqual([
+      "rejected",
+      true,
+    ]);
+    expect(await stored()).toEqual([`${a}:100:x`, `${a}:101:y`]);
+  });
+
+  test("a row the database refuses fails its own create only; the deletes in its group are answered", async () => {
+    const [a] = owners as [number];
+    await insert(a, 8n, "eight", null);
+    const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+    const settled = await Promise.allSettled([insert(a, 2n, "bad\u0000", null), remove(a, 8n), remove(a, 9n)]);
+    await Promise.all(blockers);
+    expect(settled.map((outcome) => (outcome.status === "fulfilled" ? outcome.value : "rejected"))).toEqual([
+      "rejected",
+      true,
+      false,
+    ]);
+    expect(await stored()).toEqual([`${a}:100:x`, `${a}:101:y`]);
   });
 
   test("a failure that is not a row's (the server gone) is every waiting create's answer", async () => {

@@ -5,9 +5,8 @@ import { LIST_CHUNK_SIZE, type PlantFilter, type PlantStore } from "../../core/s
 import type { PlantStoreOptions } from "../plants";
 import { nthId, SHAPES, shapeOf, toPage, unchanged, updateParams, valuesOf } from "../plants";
 import { countOf } from "./client";
-import { createGroupInsert, type PlantRow } from "./group-insert";
-import { createGroups } from "./groups";
 import { IDEMPOTENCY_SQL, PLANT_FIELDS, PLANT_SQL, VALUE_FIELDS } from "./queries";
+import { createWriteGroups, type PlantRow } from "./write-groups";
 
 /** A row as its owner sees it: no id, nothing null. */
 function toPlant(row: PlantRow): Plant {
@@ -18,12 +17,12 @@ function toPlant(row: PlantRow): Plant {
 
 type Listed = Array<PlantRow & { id: string }>;
 
-/** Creates and deletes go in groups (groups.ts); every write commits before it resolves, its change logged with it. */
+/** Creates and deletes go in groups (write-groups.ts); every write commits before it resolves, its change logged with it. */
 export function createPostgresPlantStore(
   client: SQL,
   { clock = Date.now, logged = () => {}, listChunkSize = LIST_CHUNK_SIZE }: Partial<PlantStoreOptions> = {},
 ): PlantStore {
-  const creates = createGroupInsert(client, clock);
+  const writes = createWriteGroups(client, clock);
   const logging = async <T>(write: Promise<T>): Promise<T> => {
     const result = await write;
     logged();
@@ -37,33 +36,19 @@ export function createPostgresPlantStore(
     return client.unsafe(texts[shapeOf(filter)] as string, params) as Promise<Listed>;
   }
 
-  // A delete the group did not make (the plant is gone, or locked) goes again alone, for its own answer.
-  const removals = createGroups<{ ownerId: number; id: bigint }, boolean>(async (group) => {
-    const json = `[${group.map(({ item }) => `{"o":${item.ownerId},"i":"${item.id}"}`).join(",")}]`;
-    const rows = (await client.unsafe(PLANT_SQL.deleteGroup, [json, clock()])) as Array<{ key: string }>;
-    const gone = new Set(rows.map((row) => row.key));
-    for (const { item, resolve, reject } of group) {
-      if (gone.delete(`${item.ownerId}:${item.id}`)) resolve(true);
-      else
-        client
-          .unsafe(PLANT_SQL.deleteOne, [item.ownerId, item.id, clock()])
-          .then((rows) => resolve(rows.length > 0), reject);
-    }
-  });
-
   return {
     listChunkSize,
     async createPlant(ownerId: number, plant: NewPlant) {
-      const row = await logging(creates.insert(ownerId, plant));
+      const row = await logging(writes.insert(ownerId, plant));
       return row && toPlant(row);
     },
 
     /** A record past its time holding the key is dropped, and the create sent again. */
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
-      const first = await logging(creates.insertOnce(ownerId, plant, keyed));
+      const first = await logging(writes.insertOnce(ownerId, plant, keyed));
       if (first.kind !== "expired") return first;
       await client.unsafe(IDEMPOTENCY_SQL.dropExpired, [ownerId, keyed.key, new Date(keyed.expiredAt)]);
-      const second = await logging(creates.insertOnce(ownerId, plant, keyed));
+      const second = await logging(writes.insertOnce(ownerId, plant, keyed));
       return second.kind === "expired" ? { kind: "busy" } : second;
     },
     pruneIdempotencyKeys: (before, count) => countOf(client, IDEMPOTENCY_SQL.prune, [new Date(before), count]),
@@ -96,7 +81,7 @@ export function createPostgresPlantStore(
           ? client
               .unsafe(PLANT_SQL.deleteIf, [ownerId, id, ...valuesOf(expected, VALUE_FIELDS), clock()])
               .then((rows) => rows.length > 0)
-          : removals.add({ ownerId, id }),
+          : writes.remove(ownerId, id),
       ),
   };
 }

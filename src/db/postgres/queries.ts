@@ -48,7 +48,7 @@ const FIELD_NAMES = PLANT_FIELDS.map(({ field }) => `"${field}"`).join(", ");
  * The change log's part of a plant write: a change per row of `source` (a CTE returning `returningPlant`),
  * in its order, at the parameter `at` (ms); its seq is stamped after commit (changes.ts).
  */
-const logged = (source: string, type: string, at: string) => `logged AS (
+const logged = (source: string, type: string, at: string, name = "logged") => `${name} AS (
       INSERT INTO plant_change_inbox (owner_id, type, at, ${CHANGE_COLUMNS})
       SELECT "ownerId", '${type}', to_timestamp(${at}::float8 / 1000), ${FIELD_NAMES} FROM ${source}
     )`;
@@ -60,25 +60,26 @@ export const PLANT_SQL = {
   ids: (filter: PlantFilter) => listSql(filter, '"id"'),
   page: (filter: PlantFilter) => listSql(filter, SELECT_PLANT),
   get: `SELECT ${SELECT_PLANT} FROM plants WHERE owner_id = $1 AND id = $2`,
-  /** In arrival order, which the outbox's trigger and the change log keep; a taken (owner, id) is skipped. $2: at. */
-  insertGroup: `WITH inserted AS (
+  /**
+   * Creates ($1, in arrival order, which the change log keeps; a taken (owner, id) is skipped) and deletes ($3: a
+   * locked plant is skipped, not waited for, and goes again alone: `deleteOne`) as one statement. $2: at.
+   */
+  writeGroup: `WITH inserted AS (
       INSERT INTO plants (${PLANT_COLUMNS})
       SELECT ${PLANT_COLUMNS} FROM json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
       ORDER BY ordinality
       ON CONFLICT DO NOTHING
       RETURNING ${returningPlant("plants")}
-    ), ${logged("inserted", "plant.created", "$2")}
-    SELECT * FROM inserted`,
-  /** A locked plant is skipped, not waited for: its delete goes again alone (`deleteOne`). $2: at. */
-  deleteGroup: `WITH gone AS (
+    ), ${logged("inserted", "plant.created", "$2")},
+    gone AS (
       DELETE FROM plants USING (
-        SELECT p.owner_id, p.id FROM json_to_recordset($1::text::json) AS q(o integer, i bigint)
+        SELECT p.owner_id, p.id FROM json_to_recordset($3::text::json) AS q(o integer, i bigint)
         CROSS JOIN LATERAL (${probe("plants", "owner_id = q.o AND id = q.i")} FOR UPDATE SKIP LOCKED) AS p
       ) AS free
       WHERE plants.owner_id = free.owner_id AND plants.id = free.id
       RETURNING ${returningPlant("plants")}
-    ), ${logged("gone", "plant.deleted", "$2")}
-    SELECT "ownerId"::text || ':' || "id"::text AS key FROM gone`,
+    ), ${logged("gone", "plant.deleted", "$2", "logged_gone")}
+    SELECT false AS gone, * FROM inserted UNION ALL SELECT true, * FROM gone`,
   deleteOne: `WITH gone AS (DELETE FROM plants WHERE owner_id = $1 AND id = $2 RETURNING ${returningPlant("plants")}),
     ${logged("gone", "plant.deleted", "$3")} SELECT 1 FROM gone`,
   deleteIf: `WITH gone AS (
@@ -136,7 +137,7 @@ export const IDEMPOTENCY_SQL = {
    * A group holding a keyed create, so the plant and its kept answer commit together. $1: each
    * create's columns and, keyed, `key`, `hash`, `at`, `expired_at` (ms) and the answers created
    * (`cs`/`cb`/`ce`: status, body, ETag) and taken (`ts`/`tb`). A record another session wrote
-   * meanwhile fails it with 23505 (group-insert.ts). One row per create, in order. $2: at.
+   * meanwhile fails it with 23505 (write-groups.ts). One row per create, in order. $2: at.
    */
   insertGroup: `WITH q AS (
       SELECT p.*, e.ordinality AS n, e.value->>'key' AS key, e.value->>'hash' AS hash,

@@ -12,9 +12,15 @@ interface Create {
   plant: NewPlant;
   keyed?: KeyedCreate;
 }
+interface Removal {
+  ownerId: number;
+  removes: bigint;
+  keyed?: undefined;
+}
+type Write = Create | Removal;
 /** A keyed create's answer from the group; `expired`: a record past its time holds the key. */
 export type KeyedResult = KeyedOutcome | { kind: "expired" };
-type Pending = Waiting<Create, unknown>;
+type Pending = Waiting<Write, unknown>;
 type KeyedRow = PlantRow & KeptRow & { fresh: boolean; expired: boolean | null };
 
 /** A create as JSON keyed by column; an int64 goes as decimal text, as a JS number would round past 2^53. */
@@ -31,6 +37,8 @@ function rowJson({ ownerId, plant, keyed }: Create): string {
 }
 
 const keyOf = (ownerId: unknown, id: unknown) => `${ownerId}:${id}`;
+const isCreate = (write: Write): write is Create => "plant" in write;
+const keyOfWrite = (write: Write) => keyOf(write.ownerId, isCreate(write) ? BigInt(write.plant.id) : write.removes);
 
 /** A data exception or integrity violation: a fault of one row, which must not fail its neighbours. */
 const rowFault = (error: unknown) => /^2[23]/.test(postgresState(error) ?? "");
@@ -44,38 +52,72 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
 }
 
 /**
- * Creates that arrive together go as one INSERT; a repeated (owner, id) gets undefined, as in turn, or waits
- * for the next group if keyed. A group failing on one row's data runs again one by one, so only that one fails.
+ * Creates and deletes that arrive together go as one statement; a repeated (owner, id) gets undefined, as in turn,
+ * or waits for the next group if keyed or if one of the two is a delete. A group failing on one row's data runs
+ * again one by one, so only that one fails.
  */
-export function createGroupInsert(client: SQL, clock: () => number, options: GroupOptions = {}) {
-  async function insertRows(creates: Create[]): Promise<unknown[]> {
-    const json = `[${creates.map(rowJson).join(",")}]`;
+export function createWriteGroups(client: SQL, clock: () => number, options: GroupOptions = {}) {
+  async function writeRows(writes: Write[]): Promise<unknown[]> {
+    const creates = writes.filter(isCreate);
     if (creates.some((create) => create.keyed)) {
+      const json = `[${creates.map(rowJson).join(",")}]`;
       const rows = (await client.unsafe(IDEMPOTENCY_SQL.insertGroup, [json, clock()])) as KeyedRow[];
       return creates.map((create, i) =>
         create.keyed ? keyedResult(rows[i]) : rows[i]?.id == null ? undefined : rows[i],
       );
     }
-    const rows = (await client.unsafe(PLANT_SQL.insertGroup, [json, clock()])) as PlantRow[];
-    const inserted = new Map(rows.map((row) => [keyOf(row.ownerId, row.id), row]));
-    return creates.map((create) => inserted.get(keyOf(create.ownerId, BigInt(create.plant.id))));
+    const removals = writes.flatMap((write) =>
+      isCreate(write) ? [] : `{"o":${write.ownerId},"i":"${write.removes}"}`,
+    );
+    const params = [`[${creates.map(rowJson).join(",")}]`, clock(), `[${removals.join(",")}]`];
+    const rows = (await client.unsafe(PLANT_SQL.writeGroup, params)) as Array<PlantRow & { gone: boolean }>;
+    const inserted = new Map<string, PlantRow>();
+    const gone = new Set<string>();
+    for (const { gone: removed, ...row } of rows)
+      if (removed) gone.add(keyOf(row.ownerId, row.id));
+      else inserted.set(keyOf(row.ownerId, row.id), row);
+    // A plant the group deleted answers its first delete only.
+    return writes.map((write) => (isCreate(write) ? inserted.get(keyOfWrite(write)) : gone.delete(keyOfWrite(write))));
   }
 
   async function runGroup(group: Pending[]): Promise<void> {
     const firsts = new Map<string, Pending>();
     const sent: Pending[] = [];
+    const after: Pending[] = [];
     for (const waiting of group) {
-      const key = keyOf(waiting.item.ownerId, BigInt(waiting.item.plant.id));
+      const { item } = waiting;
+      const key = keyOfWrite(item);
       const first = firsts.get(key);
       if (!first) {
         firsts.set(key, waiting);
         sent.push(waiting);
-      } else if (first.item.keyed || waiting.item.keyed) groups.add(waiting.item).then(waiting.resolve, waiting.reject);
-      else waiting.resolve(undefined);
+        continue;
+      }
+      const creates = [first.item, item].filter(isCreate);
+      // Deletes again: the statement deletes the plant once. A create and a delete: they go in turn.
+      if (creates.length === 0) sent.push(waiting);
+      else if (creates.length === 2 && !first.item.keyed && !item.keyed) waiting.resolve(undefined);
+      else after.push(waiting);
+    }
+    try {
+      await send(sent);
+    } finally {
+      // Added once this statement is over, so they are written after it.
+      for (const waiting of after) groups.add(waiting.item).then(waiting.resolve, waiting.reject);
+    }
+  }
+
+  async function send(sent: Pending[]): Promise<void> {
+    const removals = sent.filter((waiting) => !isCreate(waiting.item));
+    if (removals.length > 0 && sent.some((waiting) => waiting.item.keyed)) {
+      // The kept answers' statement takes creates only: the deletes go beside it, each half answered on its own.
+      const halves = [sent.filter((waiting) => isCreate(waiting.item)), removals];
+      for (const half of await Promise.allSettled(halves.map(send))) if (half.status === "rejected") throw half.reason;
+      return;
     }
     let results: unknown[];
     try {
-      results = await insertRows(sent.map((waiting) => waiting.item));
+      results = await writeRows(sent.map((waiting) => waiting.item));
     } catch (error) {
       if (sent.length > 1 && rowFault(error)) return runOneByOne(sent);
       if (sent.length === 1 && sent[0]?.item.keyed && postgresState(error) === UNIQUE_VIOLATION)
@@ -88,7 +130,7 @@ export function createGroupInsert(client: SQL, clock: () => number, options: Gro
   async function runOneByOne(group: Pending[]): Promise<void> {
     for (const waiting of group) {
       try {
-        const [result] = await insertRows([waiting.item]);
+        const [result] = await writeRows([waiting.item]);
         waiting.resolve(result);
       } catch (error) {
         // Another session holds the key still: its request is being processed.
@@ -105,5 +147,10 @@ export function createGroupInsert(client: SQL, clock: () => number, options: Gro
     /** A keyed create's outcome once committed (core/idempotency.ts). */
     insertOnce: (ownerId: number, plant: NewPlant, keyed: KeyedCreate) =>
       groups.add({ ownerId, plant, keyed }) as Promise<KeyedResult>,
+    /** Whether the plant was there; one the group did not delete (gone, or locked) is asked again alone. */
+    async remove(ownerId: number, id: bigint): Promise<boolean> {
+      if (await groups.add({ ownerId, removes: id })) return true;
+      return (await client.unsafe(PLANT_SQL.deleteOne, [ownerId, id, clock()])).length > 0;
+    },
   };
 }
