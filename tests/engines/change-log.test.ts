@@ -24,6 +24,7 @@ import * as sqliteSchema from "../../src/db/sqlite/schema";
 import { PLANT_FIELDS, VALUE_FIELDS } from "../../src/plants/model";
 import { ENGINE, freshStores, onPostgres, openedStores, postgresTarget } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
 import { userWithToken } from "../support/users";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
@@ -761,5 +762,45 @@ describe.if(onPostgres)("the webhook dispatcher and the live feed stamp only cha
     await c.stores.changes.settle();
     expect(await waiting()).toBe(0);
     expect((await c.all()).map((change) => change.id)).toEqual([1n, 2n, 3n, 4n, 5n]);
+  });
+
+  test("while stamps are heard they do not look: every stamp takes the oldest rows first", async () => {
+    const c = await changeLog();
+    const writer = new SQL(c.postgresUrl as string, { max: 1 });
+    sessions.push(writer);
+    let wakes = 0;
+    const stop = await c.stores.changes.watch(() => wakes++);
+    // Another instance's stamp, as its NOTIFY: heard here at the store's clock.
+    const stampHeard = async () => {
+      const before = wakes;
+      await writer.unsafe("SELECT pg_notify('plant_changes', '')");
+      await until(() => wakes > before, { what: "the NOTIFY" });
+    };
+    const waiting = async () =>
+      ((await writer.unsafe("SELECT count(*)::int AS n FROM plant_change_inbox")) as [{ n: number }])[0].n;
+    try {
+      await writer.unsafe(PLANT_SQL.writeGroup, [
+        JSON.stringify([{ owner_id: c.alice, id: "1", name: "left behind", tag: null }]),
+        c.time.now,
+        "[]",
+      ]);
+      await stampHeard();
+      await c.stores.changes.settle(true);
+      c.time.now += SECOND;
+      // A second without a stamp heard: it looks, and sees the row for the first time.
+      await c.stores.changes.settle(true);
+      c.time.now += SECOND;
+      await stampHeard();
+      // The row has waited a second since first seen, but a stamp was just heard: not looked at.
+      await c.stores.changes.settle(true);
+      await c.stores.changes.readAll(0, 1);
+      expect(await waiting()).toBe(1);
+      c.time.now += SECOND;
+      await c.stores.changes.settle(true);
+      expect(await waiting()).toBe(0);
+      expect((await c.all()).map((change) => change.id)).toEqual([1n]);
+    } finally {
+      await stop();
+    }
   });
 });

@@ -66,6 +66,8 @@ export function createPostgresChangeStore(
   const oldestWaiting = async () => ((await client.unsafe(CHANGE_SQL.oldestWaiting)) as Array<{ pos: string }>)[0]?.pos;
   /** The inbox's oldest row when a follower last looked, and since when it has been. */
   let oldest: { pos: string; since: number } | undefined;
+  /** When the last stamp's NOTIFY arrived, from any instance. */
+  let heard = Number.NEGATIVE_INFINITY;
 
   async function stampWaiting(): Promise<void> {
     if ((await oldestWaiting()) !== undefined) await stamp();
@@ -75,9 +77,11 @@ export function createPostgresChangeStore(
    * Each writer stamps its own rows; followers woken by a stamp's NOTIFY (the dispatcher, the live feed) that
    * stamped whatever waited answered the other instances' stamps with their own, in a loop while writes went on.
    * They stamp only rows left behind (an instance stopped before its stamp): the oldest still waiting
-   * LEFT_BEHIND_MS after they first saw it.
+   * LEFT_BEHIND_MS after they first saw it. Every stamp takes the oldest rows first, so while stamps are
+   * heard nothing is left behind, and they do not look.
    */
   async function stampLeftBehind(): Promise<void> {
+    if (clock() - heard < LEFT_BEHIND_MS) return;
     const pos = await oldestWaiting();
     const now = clock();
     if (pos === undefined || pos !== oldest?.pos) oldest = pos === undefined ? undefined : { pos, since: now };
@@ -101,7 +105,10 @@ export function createPostgresChangeStore(
     prune: (before, count) => countOf(client, CHANGE_SQL.prune, [new Date(before), count]),
     async watch(wake) {
       localWatchers.add(wake);
-      const subscription = await client.listen(CHANGES_CHANNEL, wake);
+      const subscription = await client.listen(CHANGES_CHANNEL, () => {
+        heard = clock();
+        wake();
+      });
       return async () => {
         localWatchers.delete(wake);
         await subscription.unlisten();
