@@ -9,6 +9,7 @@ import {
   type SentStatement,
 } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
+import { until } from "../support/until";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -218,6 +219,45 @@ describe.if(onPostgres)("PostgreSQL group insert", () => {
       false,
     ]);
     expect(await stored()).toEqual([`${a}:100:x`, `${a}:101:y`]);
+  });
+
+  test("a write held for the next statement fails with its group, and is never made after", async () => {
+    const [a] = owners as [number];
+    const session = await client.reserve();
+    try {
+      // Another session's open insert of id 7 holds the group's statement on its lock.
+      await session`BEGIN`;
+      await session`INSERT INTO plants (owner_id, id, name) VALUES (${a}, 7, 'theirs')`;
+      const answer = { status: 200, body: "{}", etag: '"e"' };
+      const keyed = { key: "k", requestHash: "h", at: Date.now(), expiredAt: 0, created: answer, taken: answer };
+      const blockers = [insert(a, 100n, "x", null), insert(a, 101n, "y", null)];
+      const group = [
+        insert(a, 7n, "ours", null),
+        insert(a, 5n, "first", null),
+        // The same id, keyed: held for the statement after this group's.
+        writes.insertOnce(a, { id: 5n, name: "second" }, keyed),
+      ].map((write) =>
+        write.then(
+          () => "answered",
+          () => "failed",
+        ),
+      );
+      await Promise.all(blockers);
+      const [{ pid }] = await until(
+        async () =>
+          (await client`SELECT pid FROM pg_stat_activity
+            WHERE query LIKE 'WITH inserted AS%' AND wait_event_type = 'Lock'`) as [{ pid: number }],
+        { holds: (rows) => rows.length === 1, what: "the group's statement waiting on the lock" },
+      );
+      await client`SELECT pg_terminate_backend(${pid})`;
+      expect(await Promise.all(group)).toEqual(["failed", "failed", "failed"]);
+      await session`ROLLBACK`;
+      // A statement sent after: the held create, had it been queued again, would have gone before it.
+      expect(await insert(a, 8n, "after", null)).toBe(true);
+      expect(await stored()).toEqual([`${a}:8:after`, `${a}:100:x`, `${a}:101:y`]);
+    } finally {
+      session.release();
+    }
   });
 
   test("a failure that is not a row's (the server gone) is every waiting create's answer", async () => {

@@ -99,12 +99,9 @@ export function createWriteGroups(client: SQL, clock: () => number, options: Gro
       else if (creates.length === 2 && !first.item.keyed && !item.keyed) waiting.resolve(undefined);
       else after.push(waiting);
     }
-    try {
-      await send(sent);
-    } finally {
-      // Added once this statement is over, so they are written after it.
-      for (const waiting of after) groups.add(waiting.item).then(waiting.resolve, waiting.reject);
-    }
+    await send(sent);
+    // Added once this statement is over, so they are written after it; if it failed, they failed with it.
+    for (const waiting of after) groups.add(waiting.item).then(waiting.resolve, waiting.reject);
   }
 
   async function send(sent: Pending[]): Promise<void> {
