@@ -59,6 +59,7 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
 export function createWriteGroups(client: SQL, clock: () => number, options: GroupOptions = {}) {
   async function writeRows(writes: Write[]): Promise<unknown[]> {
     const creates = writes.filter(isCreate);
+    // A keyed create's statement has no deletes: send() sends them beside it.
     if (creates.some((create) => create.keyed)) {
       const json = `[${creates.map(rowJson).join(",")}]`;
       const rows = (await client.unsafe(IDEMPOTENCY_SQL.insertGroup, [json, clock()])) as KeyedRow[];
