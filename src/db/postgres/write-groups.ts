@@ -74,9 +74,10 @@ export function createWriteGroups(client: SQL, clock: () => number, options: Gro
     const rows = (await client.unsafe(PLANT_SQL.writeGroup, params)) as Array<PlantRow & { gone: boolean }>;
     const inserted = new Map<string, PlantRow>();
     const gone = new Set<string>();
-    for (const { gone: removed, ...row } of rows)
-      if (removed) gone.add(keyOf(row.ownerId, row.id));
+    for (const row of rows) {
+      if (row.gone) gone.add(keyOf(row.ownerId, row.id));
       else inserted.set(keyOf(row.ownerId, row.id), row);
+    }
     // A plant the group deleted answers its first delete only.
     return writes.map((write) => (isCreate(write) ? inserted.get(keyOfWrite(write)) : gone.delete(keyOfWrite(write))));
   }
