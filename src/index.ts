@@ -6,7 +6,7 @@ import { createPruner } from "./core/pruner";
 import { retryWhileUnreachable } from "./core/startup";
 import { openStores } from "./db/open";
 import { createLogger, faultLog, lifecycleLogger } from "./ops/logger";
-import { createMetricsApp, serveMetrics } from "./ops/metrics-app";
+import { createMetricsApp } from "./ops/metrics-app";
 import { LOW_OPEN_FILES, openFilesLimit } from "./ops/open-files";
 import type { RequestNotes } from "./ops/request-id";
 import { serve } from "./server";
@@ -88,11 +88,11 @@ async function main() {
     await stores.close();
     fail(`cannot listen on ${config.host}:${config.port}: ${faultSummary(error)}`);
   }
-  let metricsServer: ReturnType<typeof serveMetrics> | undefined;
+  let metricsServer: Bun.Server<undefined> | undefined;
   if (config.metricsPort !== undefined) {
     const metricsApp = createMetricsApp({ metrics: ops.metrics, token: config.metricsToken, log });
     try {
-      metricsServer = serveMetrics(metricsApp, { host: config.metricsHost, port: config.metricsPort });
+      metricsServer = Bun.serve({ hostname: config.metricsHost, port: config.metricsPort, fetch: metricsApp });
     } catch (error) {
       await stores.close();
       fail(`cannot listen for metrics on ${config.metricsHost}:${config.metricsPort}: ${faultSummary(error)}`);

@@ -40,7 +40,3 @@ export function createMetricsApp({ metrics, token, log }: MetricsAppDeps) {
     }
   };
 }
-
-export function serveMetrics(app: (request: Request) => Response, { host, port }: { host: string; port: number }) {
-  return Bun.serve({ hostname: host, port, fetch: app });
-}
