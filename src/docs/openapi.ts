@@ -15,11 +15,11 @@ const FAVICON_HEADERS = { "content-type": "image/png", "cache-control": "public,
 async function buildDocument(docs: AnyElysia): Promise<Document> {
   const { toOpenAPISchema } = await import("@elysiajs/openapi");
   const { paths, components } = toOpenAPISchema(docs, undefined, undefined, undefined, OPENAPI_VERSION);
-  return withoutSchemaIds({
+  return {
     ...DOCUMENTATION,
     paths: documentedPaths({ ...paths } as Paths),
-    components: { ...DOCUMENTATION.components, schemas: { ...components.schemas } },
-  });
+    components: { ...DOCUMENTATION.components, schemas: withoutSchemaIds({ ...components.schemas }) },
+  };
 }
 
 /** `persistAuthorization`: Swagger UI keeps the token in localStorage (SWAGGER_PERSIST_AUTHORIZATION). */

@@ -14,12 +14,8 @@ type Operation = Record<string, unknown> & {
 export type Paths = Record<string, Record<string, Operation>>;
 
 /** Elysia's model `$id`s, copied into an OpenAPI 3.1 document, change how `$ref`s resolve: Swagger UI fails. */
-export function withoutSchemaIds(document: Document): Document {
-  const schemas = document.components?.schemas;
-  if (!schemas) return document;
-  const cleaned = Object.fromEntries(Object.entries(schemas).map(([name, { $id: _, ...schema }]) => [name, schema]));
-  return { ...document, components: { ...document.components, schemas: cleaned } };
-}
+export const withoutSchemaIds = (schemas: Schemas): Schemas =>
+  Object.fromEntries(Object.entries(schemas).map(([name, { $id: _, ...schema }]) => [name, schema]));
 
 const eachOperation = (paths: Paths, change: (operation: Operation) => Operation): Paths =>
   Object.fromEntries(
