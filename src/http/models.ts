@@ -34,15 +34,14 @@ export const routeError = (status: number, description: string) => ({
   content: json({ $ref: "#/components/schemas/Error" }, { error: status, message: description }),
 });
 
-export function errorResponses(...statuses: number[]) {
-  return Object.fromEntries(statuses.map((status) => [status, routeError(status, SHARED_MEANINGS[status] ?? "Error")]));
-}
-
 export function routeErrors(meanings: Record<number, string>) {
   return Object.fromEntries(
     Object.entries(meanings).map(([status, meaning]) => [status, routeError(Number(status), meaning)]),
   );
 }
+
+export const errorResponses = (...statuses: number[]) =>
+  routeErrors(Object.fromEntries(statuses.map((status) => [status, SHARED_MEANINGS[status] ?? "Error"])));
 
 export function modelResponse(description: string, model: string, options: { array?: boolean } = {}) {
   const ref = { $ref: `#/components/schemas/${model}` };
