@@ -2,8 +2,6 @@ import pino from "pino";
 import type { LogFormat, LogLevel } from "../config";
 import type { RequestNotes } from "./request-id";
 
-export type Logger = pino.Logger;
-
 /** Where lines go instead of stdout (tests): one JSON line per call. */
 export interface LineSink {
   write(line: string): void;
@@ -157,13 +155,13 @@ export async function createLogger({ level, format, destination }: LoggerOptions
 }
 
 /** Fault lines carry the failed request's id; callers pass faults through `faultDetail` first. */
-export function faultLog(logger: Logger, notes: RequestNotes) {
+export function faultLog(logger: pino.Logger, notes: RequestNotes) {
   return (message: string, detail: unknown, request?: Request) =>
     logger.error({ reqId: request && notes.get(request)?.id, err: detail }, message);
 }
 
 /** Start, drain and stop lines show even at LOG_LEVEL=warn (supervisors wait for them); "silent" hides them. */
-export function lifecycleLogger(logger: Logger): Logger {
+export function lifecycleLogger(logger: pino.Logger): pino.Logger {
   const quieterThanInfo = !logger.isLevelEnabled("info") && logger.level !== "silent";
   return quieterThanInfo ? logger.child({}, { level: "info" }) : logger;
 }
