@@ -31,10 +31,6 @@ export interface PageRequest<Cursor> {
   onFault: (error: unknown) => void;
 }
 
-/** None for an empty page (`limit=0`): it would name itself. */
-const linkOf = <C, P extends PageOf<C>>(reader: PageReader<C, P>, page: P) =>
-  page.more && page.count > 0 && page.last !== undefined ? reader.link(page.last) : undefined;
-
 /**
  * The answer to a list request. A page that fits a chunk: one read (at once when the read is), its JSON text, its
  * headers set in the framework's own `headers` (a Response would have them copied in). A longer one: its end found
@@ -49,8 +45,8 @@ export function pagedAnswer<C, P extends PageOf<C>>(
   if (limit === undefined || limit > reader.chunkSize) return longAnswer(reader, asked);
   return andThen(reader.read(after, limit), (page) => {
     headers["content-type"] = JSON_CONTENT_TYPE;
-    const link = linkOf(reader, page);
-    if (link) headers.link = link;
+    // None for an empty page (`limit=0`): it would name itself.
+    if (page.more && page.count > 0 && page.last !== undefined) headers.link = reader.link(page.last);
     return reader.json(page);
   });
 }
