@@ -1,6 +1,6 @@
 import { Elysia, type ValidationError } from "elysia";
 import { type StoreFailureKind, storeFailureKind } from "../core/failures";
-import { faultDetail } from "../core/fault";
+import { type FaultLog, faultDetail } from "../core/fault";
 import { DAMAGED_LOG_MESSAGE, DAMAGED_REQUEST_MESSAGE, type StoreHealth } from "../core/health";
 import { describeRule } from "./types";
 
@@ -84,14 +84,8 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
   },
 };
 
-export interface FaultResponderOptions {
-  log(message: string, detail: unknown, request?: Request): void;
-  /** Damage to the database turns readiness off. */
-  health: StoreHealth;
-}
-
-/** The Error body for a fault from a handler or a store; anything unknown is a logged 500. */
-export function faultResponder({ log, health }: FaultResponderOptions) {
+/** The Error body for a handler's or a store's fault; anything unknown is a logged 500, damage turns readiness off. */
+export function faultResponder({ log, health }: { log: FaultLog; health: StoreHealth }) {
   return (error: unknown, request?: Request): Response => {
     if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers);
     const storeFailure = storeFailureKind(error);
