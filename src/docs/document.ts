@@ -1,10 +1,8 @@
 import { PLANT_WEBHOOK } from "./plant-webhook";
 
-/** 3.1.0 rather than the generator's 3.1.2: tools such as Portman know versions up to 3.1.1. */
-export const OPENAPI_VERSION = "3.1.0";
-
 export const DOCUMENTATION = {
-  openapi: OPENAPI_VERSION,
+  // 3.1.0 rather than the generator's 3.1.2: tools such as Portman know versions up to 3.1.1.
+  openapi: "3.1.0" as const,
   info: {
     title: "Plant Store",
     description: "Stores plants for the users who own them.",

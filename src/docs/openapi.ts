@@ -1,6 +1,6 @@
 import { type AnyElysia, Elysia } from "elysia";
 import { HttpError } from "../http/errors";
-import { DOCUMENTATION, OPENAPI_VERSION } from "./document";
+import { DOCUMENTATION } from "./document";
 import { type Document, documentedPaths, type Paths, withoutSchemaIds } from "./paths";
 import { ASSETS_PATH, assets, DOCUMENT_PATH, swaggerPage } from "./swagger-page";
 
@@ -14,7 +14,7 @@ const FAVICON_HEADERS = { "content-type": "image/png", "cache-control": "public,
 /** The document for every route of the app `docs` is part of; the generator loads on first demand, not at start. */
 async function buildDocument(docs: AnyElysia): Promise<Document> {
   const { toOpenAPISchema } = await import("@elysiajs/openapi");
-  const { paths, components } = toOpenAPISchema(docs, undefined, undefined, undefined, OPENAPI_VERSION);
+  const { paths, components } = toOpenAPISchema(docs, undefined, undefined, undefined, DOCUMENTATION.openapi);
   return {
     ...DOCUMENTATION,
     paths: documentedPaths({ ...paths } as Paths),
