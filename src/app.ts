@@ -87,7 +87,6 @@ export function createApp({
   feed = changeFeedOn(stores, config, log),
   fanOut = createFanOut(stores.webhooks, stores.changes),
 }: AppDeps) {
-  const { plants, tokens, status } = stores;
   // Filled in once the routes exist: a 405 lists the methods routed for the path, the bearer check reads each route's scope.
   const routeTable: { routes: readonly ScopedRoute[] } = { routes: [] };
   const limits = {
@@ -99,7 +98,7 @@ export function createApp({
   };
   const body = { limitBytes: config.bodyLimitBytes, timeoutMs: config.bodyTimeoutMs };
   const health = createStoreHealth();
-  const auth = { tokens, limits, body, notes: ops.notes };
+  const auth = { tokens: stores.tokens, limits, body, notes: ops.notes };
   /** For faults no error handler sees (a list failing mid-answer): damage still turns readiness off. */
   const storeFaultLog: FaultLog = (message, detail, request) =>
     log(health.noteFault(detail) ? DAMAGED_LOG_MESSAGE : message, faultDetail(detail), request);
@@ -112,12 +111,12 @@ export function createApp({
       if (refusal) return refusal;
     })
     .use(apiDocs(config.swaggerPersistAuthorization))
-    .use(opsRoutes({ lifecycle: ops.lifecycle, status, health, log }))
+    .use(opsRoutes({ lifecycle: ops.lifecycle, status: stores.status, health, log }))
     .use(changeRoutes({ ...auth, changes: stores.changes, feed }))
     .use(
       plantRoutes({
         ...auth,
-        plants,
+        plants: stores.plants,
         metrics: ops.metrics,
         log: storeFaultLog,
         answerFault,
