@@ -39,7 +39,7 @@ export interface AppDeps {
   stores: Stores;
   config: AppConfig;
   clock?: Clock;
-  log?: FaultLog;
+  log: FaultLog;
   ops?: AppOps;
   /** How webhook hosts are resolved at registration (tests); the system's resolver otherwise. */
   resolveWebhookHost?: Resolver;
@@ -74,14 +74,12 @@ export const changeFeedOn = (stores: Stores, config: AppConfig, log: FaultLog) =
     max: config.maxChangeStreams,
   });
 
-const logToStderr: FaultLog = (message, detail) => console.error(message, detail);
-
 /** Builds the whole service around its dependencies; it never listens (src/index.ts does). */
 export function createApp({
   stores,
   config,
   clock = Date.now,
-  log = logToStderr,
+  log,
   ops = createOps(stores),
   resolveWebhookHost,
   feed = changeFeedOn(stores, config, log),
