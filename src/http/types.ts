@@ -40,19 +40,14 @@ TypeRegistry.Set(
     Number.isInteger(value) && (value as number) >= schema.minimum && (value as number) <= schema.maximum,
 );
 
-/** Code points, not UTF-16 units: a 256-character name may hold 256 emoji. */
-function characterCount(value: string): number {
-  let count = 0;
-  for (const _ of value) count++;
-  return count;
-}
-
 TypeRegistry.Set("Text", (schema: { minLength: number; maxLength: number }, value) => {
   if (typeof value !== "string" || !value.isWellFormed() || value.includes("\0")) return false;
   // A string has at most .length and at least .length / 2 code points: count only when needed.
   if (value.length < schema.minLength || value.length > 2 * schema.maxLength) return false;
   if (value.length <= schema.maxLength && schema.minLength <= 1) return true;
-  const count = characterCount(value);
+  // Code points, not UTF-16 units: a 256-character name may hold 256 emoji.
+  let count = 0;
+  for (const _ of value) count++;
   return count >= schema.minLength && count <= schema.maxLength;
 });
 
