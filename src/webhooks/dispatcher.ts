@@ -45,7 +45,6 @@ export function createDispatcher({
   const rules = { ...FAIRNESS, ...fairness };
   const waiting = waitingDeliveries(rules.perEndpoint);
   const claims = claimPlanner(rules, clock);
-  let running = false;
   let again = false;
   let stopped = true;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -95,11 +94,10 @@ export function createDispatcher({
   async function tick() {
     timer = undefined;
     if (stopped) return;
-    if (running) {
+    if (ticking) {
       again = true;
       return;
     }
-    running = true;
     const { promise, resolve: tickEnded } = Promise.withResolvers<void>();
     ticking = promise;
     lastTickAt = performance.now();
@@ -124,7 +122,6 @@ export function createDispatcher({
     } catch (error) {
       noteFailure("claiming due deliveries", error);
     } finally {
-      running = false;
       ticking = undefined;
       tickEnded();
       if (again) {
@@ -171,7 +168,7 @@ export function createDispatcher({
   }
 
   function wake() {
-    if (running) again = true;
+    if (ticking) again = true;
     else schedule(Math.max(0, WAKE_SPACING_MS - (performance.now() - lastTickAt)));
   }
 
