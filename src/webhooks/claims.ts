@@ -1,4 +1,4 @@
-import type { ClaimedDelivery, ClaimRequest } from "../core/stores";
+import type { ClaimRequest } from "../core/stores";
 import { ATTEMPTS_PER_SECOND, CIRCUIT_FAILURES, CIRCUIT_REST_MS, LEASE_MS, PER_ENDPOINT } from "./rules";
 
 /** src/webhooks/rules.ts; tests shorten them. */
@@ -9,9 +9,8 @@ export const FAIRNESS = {
 };
 export type Fairness = typeof FAIRNESS;
 
-/** The dispatcher's next claim: attempts in flight by endpoint, and a token bucket of attempts per second. */
+/** The dispatcher's next claim, within a token bucket of attempts per second. */
 export function claimPlanner({ perEndpoint, circuit, attemptsPerSecond }: Fairness, clock: () => number) {
-  const busy = new Map<number, number>();
   let tokens = attemptsPerSecond;
   let refilledAt = clock();
   const refill = () => {
@@ -21,20 +20,14 @@ export function claimPlanner({ perEndpoint, circuit, attemptsPerSecond }: Fairne
   };
   return {
     /** The claim for `room` free slots, or how long until the budget has one. */
-    next(room: number): ClaimRequest | { waitMs: number } {
+    next(room: number): Omit<ClaimRequest, "busy"> | { waitMs: number } {
       refill();
       const count = Math.min(room, Math.floor(tokens));
-      if (count > 0) return { count, leaseMs: LEASE_MS, perEndpoint, busy, circuit };
+      if (count > 0) return { count, leaseMs: LEASE_MS, perEndpoint, circuit };
       return { waitMs: Math.max(1, Math.ceil(((1 - tokens) * 1000) / attemptsPerSecond)) };
     },
-    claimed(delivery: ClaimedDelivery) {
-      tokens--;
-      busy.set(delivery.webhookId, (busy.get(delivery.webhookId) ?? 0) + 1);
-    },
-    settled(delivery: ClaimedDelivery) {
-      const left = (busy.get(delivery.webhookId) ?? 1) - 1;
-      if (left > 0) busy.set(delivery.webhookId, left);
-      else busy.delete(delivery.webhookId);
+    claimed(count: number) {
+      tokens -= count;
     },
   };
 }

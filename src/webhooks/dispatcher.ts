@@ -112,10 +112,15 @@ export function createDispatcher({
           break;
         }
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
-        const batch = await store.claimDue({ ...request, perEndpoint: request.perEndpoint * CLAIMED_AHEAD });
+        const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
+        const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy() });
         failing = false;
+        claims.claimed(batch.length);
         // Oldest first, so one receiver's deliveries tend to come in seq order (not promised).
-        for (const delivery of batch.sort((a, b) => a.seq - b.seq)) queue(delivery);
+        for (const delivery of batch.sort((a, b) => a.seq - b.seq)) {
+          waiting.add(delivery);
+          startWaiting();
+        }
         if (batch.length < request.count) break;
       }
       await refreshPending();
@@ -131,22 +136,15 @@ export function createDispatcher({
     }
   }
 
-  function queue(delivery: ClaimedDelivery) {
-    claims.claimed(delivery);
-    waiting.add(delivery);
-    startWaiting();
-  }
-
   /** Lets go of an endpoint's claimed deliveries, due again at once: its circuit decides when they are tried. */
   function letGo(endpoint: number) {
     const released = waiting.takeAll(endpoint);
     if (released.length === 0) return;
-    for (const delivery of released) claims.settled(delivery);
     // A release that fails leaves them to their lease, which ends within LEASE_MS.
     store.release(released.map((delivery) => delivery.seq)).catch((error) => noteFailure("releasing claims", error));
   }
 
-  const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch, claims.settled);
+  const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch);
 
   function launch(delivery: ClaimedDelivery) {
     inFlight++;
@@ -159,7 +157,6 @@ export function createDispatcher({
   function settled(delivery: ClaimedDelivery, delivered: boolean) {
     inFlight--;
     waiting.ended(delivery);
-    claims.settled(delivery);
     if (!delivered) letGo(delivery.webhookId);
     startWaiting();
     if (inFlight === 0 && waiting.count() === 0) for (const done of idle.splice(0)) done();

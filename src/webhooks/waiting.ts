@@ -26,25 +26,25 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
     },
     /**
      * Those to start now, endpoints in turn, while `room()` and the endpoint's slots allow; one held
-     * past half its lease is handed to `expired` instead (it is claimed again once its lease ends).
+     * past half its lease is dropped instead (it is claimed again once its lease ends).
      */
-    start(
-      room: () => boolean,
-      launch: (delivery: ClaimedDelivery) => void,
-      expired: (delivery: ClaimedDelivery) => void,
-    ) {
+    start(room: () => boolean, launch: (delivery: ClaimedDelivery) => void) {
       for (const [endpoint, list] of waiting) {
         while (list.length > 0 && room() && (running.get(endpoint) ?? 0) < perEndpoint) {
           const { delivery, claimedAt } = list.shift() as { delivery: ClaimedDelivery; claimedAt: number };
           count--;
-          if (now() - claimedAt > LEASE_MS / 2) expired(delivery);
-          else {
-            running.set(endpoint, (running.get(endpoint) ?? 0) + 1);
-            launch(delivery);
-          }
+          if (now() - claimedAt > LEASE_MS / 2) continue;
+          running.set(endpoint, (running.get(endpoint) ?? 0) + 1);
+          launch(delivery);
         }
         if (list.length === 0) waiting.delete(endpoint);
       }
+    },
+    /** Per endpoint, its deliveries claimed and not settled: waiting or in flight (the claim's `busy`). */
+    busy() {
+      const busy = new Map(running);
+      for (const [endpoint, list] of waiting) busy.set(endpoint, (busy.get(endpoint) ?? 0) + list.length);
+      return busy;
     },
     ended(delivery: ClaimedDelivery) {
       const left = (running.get(delivery.webhookId) ?? 1) - 1;
