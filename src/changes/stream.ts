@@ -84,17 +84,15 @@ export class ChangeStream {
    * meanwhile; from then on each change as it comes. Pruned past its cursor while it read, it
    * ends: its client's reconnection gets the 410.
    */
-  async catchUp(first: Change[], more: boolean, page: (after: number) => Promise<ChangePage>) {
-    let changes = first;
-    let left = more;
+  async catchUp(changes: Change[], more: boolean, page: (after: number) => Promise<ChangePage>) {
     for (;;) {
       for (const change of changes) this.send(eventBytes(change)(), change.seq);
-      if (!left) break;
+      if (!more) break;
       for (let wait = this.roomForMore(); wait; wait = this.roomForMore()) await wait;
       if (this.ended) return;
       const next = await page(this.cursor);
       if (next.prunedThrough > this.cursor) return this.end();
-      ({ changes, more: left } = next);
+      ({ changes, more } = next);
     }
     const waiting = this.pending ?? [];
     this.pending = undefined;
