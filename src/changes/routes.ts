@@ -45,15 +45,6 @@ function changePages(store: ChangeStore, ownerId: number, limit: number) {
   return reader;
 }
 
-const wantsStream = (request: Request) => request.headers.get("accept")?.includes("text/event-stream") === true;
-
-const CURSOR_HEADER = {
-  "Changes-Cursor": {
-    description: "The newest seq in your log (0 when it is empty): follow from it after listing your plants",
-    schema: { type: "integer" as const, format: "int64" },
-  },
-};
-
 export type ChangeRoutesDeps = Parameters<typeof plantBase>[0] & {
   changes: ChangeStore;
   feed: ChangeFeed;
@@ -67,7 +58,7 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
       "/changes",
       async ({ query, user, request, set }) => {
         checkQueryNames(request.url, PARAMETERS, HINT);
-        if (wantsStream(request)) {
+        if (request.headers.get("accept")?.includes("text/event-stream")) {
           const cursor = streamCursor(request, query.after);
           const body = await feed.open(user.id, user.tokenId, cursor, notes.get(request)?.cutOff);
           return new Response(body, {
@@ -115,7 +106,11 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
                 },
               },
               headers: {
-                ...CURSOR_HEADER,
+                "Changes-Cursor": {
+                  description:
+                    "The newest seq in your log (0 when it is empty): follow from it after listing your plants",
+                  schema: { type: "integer" as const, format: "int64" },
+                },
                 ...linkHeader(
                   'The next page while more changes are there: `</plants/changes?after=42&limit=100>; rel="next"`',
                 ),
