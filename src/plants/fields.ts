@@ -1,5 +1,4 @@
 import type { Plant } from "../core/plant";
-import type { PlantPage } from "../core/stores";
 import { HttpError } from "../http/errors";
 import { shownName } from "../http/query-names";
 import { PLANT_FIELDS } from "./model";
@@ -40,9 +39,3 @@ export function plantJson(fields: Fields, id: bigint | undefined, plant: Plant):
   }
   return `{${json.slice(1)}}`;
 }
-
-export function pageJson(fields: Fields, page: PlantPage): string {
-  return `[${page.plants.map((plant, i) => plantJson(fields, page.ids?.[i], plant)).join(",")}]`;
-}
-
-export const needsIds = (fields: Fields | undefined) => fields?.includes("id") === true;

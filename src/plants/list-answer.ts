@@ -1,6 +1,6 @@
 import { andThen, type PlantFilter, type PlantPage, type PlantStore } from "../core/stores";
 import type { PageOf, PageReader } from "../http/pager";
-import { type Fields, needsIds, pageJson } from "./fields";
+import { type Fields, plantJson } from "./fields";
 
 /** Relative, built from the query alone (never from the Host header). */
 export function nextLink(limit: number, lastId: bigint, tag: string | undefined, fields?: Fields): string {
@@ -22,7 +22,7 @@ export function plantPages(
   plants: PlantStore,
   { ownerId, filter, limit, fields }: ListRequest,
 ): PageReader<bigint, PlantPage & PageOf<bigint>> {
-  const withIds = needsIds(fields);
+  const withIds = fields?.includes("id") === true;
   return {
     chunkSize: plants.listChunkSize,
     read: (after, count, upTo) =>
@@ -35,7 +35,10 @@ export function plantPages(
       const end = await plants.nthId(ownerId, { ...filter, after }, count);
       return end && { cursor: end.id, more: end.more };
     },
-    json: (page) => (fields === undefined ? JSON.stringify(page.plants) : pageJson(fields, page)),
+    json: (page) =>
+      fields === undefined
+        ? JSON.stringify(page.plants)
+        : `[${page.plants.map((plant, i) => plantJson(fields, page.ids?.[i], plant)).join(",")}]`,
     link: (last) => nextLink(limit ?? 0, last, filter.tag, fields),
   };
 }
