@@ -16,13 +16,6 @@ export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise
   });
 }
 
-/** A signal aborted with TimedOut after `ms`; cancel() once done so no timer outlives the work. */
-export function deadlineOf(ms: number): { signal: AbortSignal; cancel: () => void } {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new TimedOut(ms)), ms);
-  return { signal: controller.signal, cancel: () => clearTimeout(timer) };
-}
-
 const PLAIN_REASONS: Record<string, string> = {
   ECONNREFUSED: "connection refused",
   ECONNRESET: "connection reset by the receiver",

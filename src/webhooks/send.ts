@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { LookupFunction } from "node:net";
-import { deadlineOf, raceSignal, reasonOf } from "./failure";
+import { raceSignal, reasonOf, TimedOut } from "./failure";
 import { bare, checkedAddress, type Resolver, type Target } from "./resolve";
 import { ATTEMPT_TIMEOUT_MS, CONNECT_TIMEOUT_MS } from "./rules";
 
@@ -58,7 +58,8 @@ interface Answer {
 export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   const started = performance.now();
   const timeoutMs = input.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
-  const deadline = deadlineOf(timeoutMs);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new TimedOut(timeoutMs)), timeoutMs);
   const durationMs = () => Math.round(performance.now() - started);
   try {
     const url = parse(input.url);
@@ -70,7 +71,7 @@ export async function sendAttempt(input: AttemptInput): Promise<AttemptResult> {
   } catch (error) {
     return { durationMs: durationMs(), error: reasonOf(error) };
   } finally {
-    deadline.cancel();
+    clearTimeout(timer);
   }
 }
 
