@@ -3,7 +3,7 @@ import type { Plant } from "../core/plant";
 import { Int32Query, Int64, Int64Param, Int64Query, Text, withOwnMessage } from "../http/types";
 
 const name = () => Text({ minLength: 1, maxLength: 256, description: "1 to 256 characters" });
-const tagText = () => Text({ minLength: 0, maxLength: 256, description: "0 to 256 characters" });
+const tagText = (description = "0 to 256 characters") => Text({ minLength: 0, maxLength: 256, description });
 const tag = () => t.Optional(tagText());
 
 export const plantModels = {
@@ -57,9 +57,7 @@ export const listPlantsQuery = t.Object({
       description: "Only plants whose id is greater than this one (the `Link` header gives it), in decimal",
     }),
   ),
-  tag: t.Optional(
-    Text({ minLength: 0, maxLength: 256, description: "Only plants whose tag is exactly this (case-sensitive)" }),
-  ),
+  tag: t.Optional(tagText("Only plants whose tag is exactly this (case-sensitive)")),
   fields: t.Optional(t.String({ ...FIELDS_DOC })),
 });
 
