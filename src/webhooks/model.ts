@@ -5,6 +5,7 @@ import { DateTime, Int32Query, Integer, Text, withOwnMessage } from "../http/typ
 
 const events = (description: string) =>
   t.Array(changeType("A change type"), { minItems: 1, uniqueItems: true, description });
+const endpoint = { id: Integer("The endpoint's id"), url: t.String() };
 
 export const webhookModels = {
   NewWebhook: withOwnMessage(
@@ -22,16 +23,14 @@ export const webhookModels = {
     }),
   ),
   RegisteredWebhook: t.Object({
-    id: Integer("The endpoint's id"),
-    url: t.String(),
+    ...endpoint,
     secret: t.String({
       description:
         "whsec_ followed by the base64 of 32 random bytes: the key of every delivery's webhook-signature. Shown only here.",
     }),
   }),
   Webhook: t.Object({
-    id: Integer("The endpoint's id"),
-    url: t.String(),
+    ...endpoint,
     createdAt: DateTime("When it was registered, ISO 8601 in UTC"),
     disabled: t.Boolean({ description: "True once the endpoint answered 410 Gone: nothing more is sent to it" }),
     events: t.Optional(events("The change types it was registered for; absent: created plants, as NewPlant")),
