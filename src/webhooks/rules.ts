@@ -34,8 +34,7 @@ export function outcomeOf(
   const status = result.status;
   if (status !== undefined && status >= 200 && status < 300) return { outcome: "delivered", retryInMs: undefined };
   // 410 Gone: the receiver asks for no more; the endpoint is disabled with it (the attempt trigger).
-  if (status === 410) return { outcome: "failed", retryInMs: undefined };
-  const base = delays[attempt - 1];
+  const base = status === 410 ? undefined : delays[attempt - 1];
   if (base === undefined) return { outcome: "failed", retryInMs: undefined };
   // The configured delay ±10 %, never less than Retry-After asked.
   const jittered = Math.round(base * (0.9 + 0.2 * random()));
