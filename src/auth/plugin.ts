@@ -13,8 +13,7 @@ const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
 /** Only the header is read: RFC 6750's query string and body forms end up in logs and caches. */
 function bearerToken(header: string | null): string | undefined {
   if (header === null) return undefined;
-  const token = BEARER.exec(header.trim())?.[1]?.trim();
-  return token ? token : undefined;
+  return BEARER.exec(header.trim())?.[1]?.trim() || undefined;
 }
 
 function unauthorized(tokenGiven: boolean): HttpError {
