@@ -85,12 +85,6 @@ export function createDispatcher({
     return outcome === "delivered";
   }
 
-  async function refreshPending() {
-    if (clock() - pendingReadAt < pendingEveryMs) return;
-    pendingReadAt = clock();
-    metrics.setWebhooksPending(await store.pendingCount());
-  }
-
   async function tick() {
     timer = undefined;
     if (stopped) return;
@@ -123,7 +117,10 @@ export function createDispatcher({
         }
         if (batch.length < request.count) break;
       }
-      await refreshPending();
+      if (clock() - pendingReadAt >= pendingEveryMs) {
+        pendingReadAt = clock();
+        metrics.setWebhooksPending(await store.pendingCount());
+      }
     } catch (error) {
       noteFailure("claiming due deliveries", error);
     } finally {
