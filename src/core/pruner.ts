@@ -42,10 +42,6 @@ export function createPruner({
   let failing = false;
   let batch: Promise<void> | undefined;
 
-  function schedule(ms: number) {
-    if (!stopped) timers.setTimeout(run, ms).unref();
-  }
-
   async function pruneBatch(): Promise<number> {
     try {
       const removed = await prune(clock() - keepMs, batchSize);
@@ -62,7 +58,7 @@ export function createPruner({
     if (stopped || batch) return;
     batch = pruneBatch().then((waitMs) => {
       batch = undefined;
-      schedule(waitMs);
+      if (!stopped) timers.setTimeout(run, waitMs).unref();
     });
   }
 
@@ -70,7 +66,7 @@ export function createPruner({
     start() {
       if (!stopped || keepMs === 0) return;
       stopped = false;
-      schedule(0);
+      timers.setTimeout(run, 0).unref();
     },
     /** Starts no more batches; resolves once the one under way, if any, has ended. */
     async stop() {
