@@ -28,7 +28,7 @@ type ChangePage = PageOf<bigint> & { changes: Change[] };
 /** The owner's log for the pager: keyed by seq; a cursor older than what is kept is a 410. */
 function changePages(store: ChangeStore, ownerId: number, limit: number) {
   let newest = 0;
-  const reader: PageReader<bigint, ChangePage> & { newest(): number } = {
+  return {
     chunkSize: MAX_LIMIT,
     async read(after, count) {
       const page = await store.read(ownerId, after ?? 0n, count);
@@ -41,8 +41,7 @@ function changePages(store: ChangeStore, ownerId: number, limit: number) {
     json: (page) => `[${page.changes.map(changeJson).join(",")}]`,
     link: (last) => `</plants/changes?after=${last}&limit=${limit}>; rel="next"`,
     newest: () => newest,
-  };
-  return reader;
+  } satisfies PageReader<bigint, ChangePage> & { newest(): number };
 }
 
 export type ChangeRoutesDeps = Parameters<typeof plantBase>[0] & {

@@ -32,7 +32,7 @@ type DeliveryPage = PageOf<string> & { deliveries: DeliveryListing[] };
 
 /** An endpoint's deliveries for the pager (src/http/pager.ts), keyed by delivery id. */
 function deliveryPages(store: WebhookStore, ownerId: number, webhookId: number, limit: number | undefined) {
-  const reader: PageReader<string, DeliveryPage> = {
+  return {
     chunkSize: DELIVERIES_CHUNK,
     async read(after, count) {
       const found = await store.deliveries(ownerId, webhookId, after, count);
@@ -43,8 +43,7 @@ function deliveryPages(store: WebhookStore, ownerId: number, webhookId: number, 
     },
     json: (page) => JSON.stringify(page.deliveries),
     link: (last) => `</webhooks/${webhookId}/deliveries?limit=${limit}&after=${encodeURIComponent(last)}>; rel="next"`,
-  };
-  return reader;
+  } satisfies PageReader<string, DeliveryPage>;
 }
 
 /** The URL as stored, or a 400; each attempt checks the address again, as what a name resolves to can change. */
