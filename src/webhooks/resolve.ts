@@ -35,12 +35,9 @@ export async function checkedAddress(url: URL, opts: { allowPrivate: boolean; re
     if (!opts.allowPrivate && !isPublicAddress(host)) throw new AddressRefused(`url: ${notPublic(host)}`);
     return { address: host, family: literal === 6 ? 6 : 4 };
   }
-  let found: Target[];
-  try {
-    found = await (opts.resolve ?? systemResolver)(host);
-  } catch (error) {
+  const found = await (opts.resolve ?? systemResolver)(host).catch((error) => {
     throw new AddressRefused(`url: ${host} does not resolve (${reasonOf(error)})`);
-  }
+  });
   const [first] = found;
   if (first === undefined) throw new AddressRefused(`url: ${host} does not resolve (no addresses)`);
   const refused = opts.allowPrivate ? undefined : found.find(({ address }) => !isPublicAddress(address));
