@@ -8,6 +8,16 @@ const CURSOR = "w.id, w.owner_id AS ownerId, w.change_cursor AS cursor, w.events
 /** Endpoints `w` taking attempts now (?1 now, ?2 the circuit's failures, ?3 its rest): enabled, not resting. */
 const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
 
+/*
+ * The pending count's steps along the due index, from a position (webhook_id, next_attempt_at,
+ * seq): first within its own (endpoint, due time) group, by seq, then past the group. A row value
+ * of all three seeks on the first two only, so a large group was read again at every step.
+ */
+const POSITION_SQL = "SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries";
+const IN_GROUP =
+  "WHERE webhook_id = (?1 + 0) AND next_attempt_at = (?2 + 0) AND next_attempt_at IS NOT NULL AND seq > (?3 + 0)";
+const PAST_GROUP = "WHERE next_attempt_at IS NOT NULL AND (webhook_id, next_attempt_at) > ((?1 + 0), (?2 + 0))";
+
 // A trigger (drizzle/sqlite/0003, 0005) applies an attempt to its delivery.
 export const WEBHOOK_SQL = {
   /** (circuit failures, count): endpoints with changes to fan out, none resting with deliveries pending. */
@@ -73,23 +83,12 @@ export const WEBHOOK_SQL = {
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = ?1)
     ON CONFLICT DO NOTHING`,
-  /*
-   * The pending count's steps along the due index, from a position (webhook_id, next_attempt_at,
-   * seq): first within its own (endpoint, due time) group, by seq, then past the group. A row value
-   * of all three seeks on the first two only, so a large group was read again at every step.
-   */
   /** (endpoint, due, after seq, step - 1) */
-  pendingStepInGroup: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
-    WHERE webhook_id = (?1 + 0) AND next_attempt_at = (?2 + 0) AND next_attempt_at IS NOT NULL AND seq > (?3 + 0)
-    ORDER BY seq LIMIT 1 OFFSET (?4 + 0)`,
-  pendingRestInGroup: `SELECT count(*) AS n FROM webhook_deliveries
-    WHERE webhook_id = (?1 + 0) AND next_attempt_at = (?2 + 0) AND next_attempt_at IS NOT NULL AND seq > (?3 + 0)`,
+  pendingStepInGroup: `${POSITION_SQL} ${IN_GROUP} ORDER BY seq LIMIT 1 OFFSET (?4 + 0)`,
+  pendingRestInGroup: `SELECT count(*) AS n FROM webhook_deliveries ${IN_GROUP}`,
   /** (endpoint, due, step - 1) */
-  pendingStepPast: `SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries
-    WHERE next_attempt_at IS NOT NULL AND (webhook_id, next_attempt_at) > ((?1 + 0), (?2 + 0))
-    ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?3 + 0)`,
-  pendingRestPast: `SELECT count(*) AS n FROM webhook_deliveries
-    WHERE next_attempt_at IS NOT NULL AND (webhook_id, next_attempt_at) > ((?1 + 0), (?2 + 0))`,
+  pendingStepPast: `${POSITION_SQL} ${PAST_GROUP} ORDER BY webhook_id, next_attempt_at, seq LIMIT 1 OFFSET (?3 + 0)`,
+  pendingRestPast: `SELECT count(*) AS n FROM webhook_deliveries ${PAST_GROUP}`,
   /** (created before, count): the oldest finished deliveries; attempts go by cascade. */
   pruneFinished: `DELETE FROM webhook_deliveries WHERE seq IN (
       SELECT seq FROM webhook_deliveries WHERE next_attempt_at IS NULL AND created_at < (?1 + 0)
