@@ -52,9 +52,12 @@ const logged = (source: string, type: string, at: string, name = "logged") => `$
       INSERT INTO plant_change_inbox (owner_id, type, at, ${CHANGE_COLUMNS})
       SELECT "ownerId", '${type}', to_timestamp(${at}::float8 / 1000), ${FIELD_NAMES} FROM ${source}
     )`;
-const AT_OF_UPDATE = `$${3 + 2 * VALUE_FIELDS.length}`;
-const AT_OF_UPDATE_IF = `$${3 + 3 * VALUE_FIELDS.length}`;
 const AT_OF_DELETE_IF = `$${3 + VALUE_FIELDS.length}`;
+/** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
+const update = (also: string, at: number) => `WITH updated AS (
+      UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 AND NOT (${CHANGES_NOTHING})${also}
+      RETURNING ${returningPlant("plants")}
+    ), ${logged("updated", "plant.updated", `$${at}`)} SELECT ${FIELD_NAMES} FROM updated`;
 
 export const PLANT_SQL = {
   ids: (filter: PlantFilter) => listSql(filter, '"id"'),
@@ -85,17 +88,9 @@ export const PLANT_SQL = {
   deleteIf: `WITH gone AS (
       DELETE FROM plants WHERE owner_id = $1 AND id = $2 AND ${holds(3)} RETURNING ${returningPlant("plants")}
     ), ${logged("gone", "plant.deleted", AT_OF_DELETE_IF)} SELECT 1 FROM gone`,
-  /** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
-  update: `WITH updated AS (
-      UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 AND NOT (${CHANGES_NOTHING})
-      RETURNING ${returningPlant("plants")}
-    ), ${logged("updated", "plant.updated", AT_OF_UPDATE)} SELECT ${FIELD_NAMES} FROM updated`,
+  update: update("", 3 + 2 * VALUE_FIELDS.length),
   /** A racing write waits for the other's commit and checks the row as it is then: one of them matches. */
-  updateIf: `WITH updated AS (
-      UPDATE plants SET ${SET_CHANGE} WHERE owner_id = $1 AND id = $2 AND NOT (${CHANGES_NOTHING})
-        AND ${holds(3 + 2 * VALUE_FIELDS.length)}
-      RETURNING ${returningPlant("plants")}
-    ), ${logged("updated", "plant.updated", AT_OF_UPDATE_IF)} SELECT ${FIELD_NAMES} FROM updated`,
+  updateIf: update(` AND ${holds(3 + 2 * VALUE_FIELDS.length)}`, 3 + 3 * VALUE_FIELDS.length),
 };
 
 const TOKEN_FIELDS = `t.id, u.name AS user, t.name, t.scopes, t.created_at AS "createdAt", t.expires_at AS "expiresAt",
