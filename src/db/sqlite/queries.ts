@@ -21,6 +21,8 @@ const CHANGES_NOTHING = VALUE_FIELDS.map(
 ).join(" AND ");
 /** The row still holds the values bound from ?`first` on. */
 const holds = (first: number) => VALUE_FIELDS.map(({ column }, i) => `${column} IS ?${first + i}`).join(" AND ");
+/** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
+const UPDATE = `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 AND NOT (${CHANGES_NOTHING})`;
 
 /** Binds the owner, tag, cursor and row count, whichever the filter's shape uses. */
 export function listSql({ tag, after }: PlantFilter, idsOnly: boolean): string {
@@ -37,11 +39,8 @@ export const PLANT_SQL = {
     ON CONFLICT DO NOTHING RETURNING ${SELECT_PLANT}`,
   delete: "DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 RETURNING id",
   deleteIf: `DELETE FROM plants WHERE owner_id = ?1 AND id = ?2 AND ${holds(3)} RETURNING id`,
-  /** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
-  update: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 AND NOT (${CHANGES_NOTHING})
-    RETURNING ${SELECT_PLANT}`,
-  updateIf: `UPDATE plants SET ${SET_CHANGE} WHERE owner_id = ?1 AND id = ?2 AND NOT (${CHANGES_NOTHING})
-    AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
+  update: `${UPDATE} RETURNING ${SELECT_PLANT}`,
+  updateIf: `${UPDATE} AND ${holds(3 + 2 * VALUE_FIELDS.length)} RETURNING ${SELECT_PLANT}`,
 };
 
 const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => column).join(", ");
