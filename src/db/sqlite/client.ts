@@ -26,10 +26,6 @@ export function closeDatabase(sqlite: Database): void {
   sqlite.close(true);
 }
 
-function opened(sqlite: Database): { sqlite: Database; db: AppDatabase } {
-  return { sqlite, db: drizzle({ client: sqlite, schema }) as AppDatabase };
-}
-
 /**
  * A foreign database is refused before anything is written (ownership.ts). WAL lets the CLI and the
  * server share the file; synchronous=FULL (the default) makes an acknowledged write survive power loss.
@@ -37,17 +33,17 @@ function opened(sqlite: Database): { sqlite: Database; db: AppDatabase } {
 export function openDatabase({ path, synchronous, migrate = true, readonly = false }: DatabaseOptions) {
   const sqlite = new Database(path, readonly ? { readonly, strict: true } : { create: true, strict: true });
   try {
+    const database = { sqlite, db: drizzle({ client: sqlite, schema }) as AppDatabase };
     sqlite.run("PRAGMA busy_timeout = 5000");
     if (readonly) {
       // SQLite reads nothing until the first query: fail here on a file that is not a database.
       sqlite.query("SELECT count(*) FROM sqlite_master").get();
-      return opened(sqlite);
+      return database;
     }
     refuseForeignDatabase(sqlite, path);
     if (path !== ":memory:") sqlite.run("PRAGMA journal_mode = WAL");
     sqlite.run(`PRAGMA synchronous = ${synchronous}`);
     sqlite.run("PRAGMA foreign_keys = ON");
-    const database = opened(sqlite);
     if (migrate && migrationStatus(sqlite, EMBEDDED_MIGRATIONS).pending.length > 0) {
       applyMigrations(database.db, EMBEDDED_MIGRATIONS);
     }
