@@ -55,7 +55,7 @@ export function createSqlitePlantStore(
     params: [ownerId, id, type, clock(), ...more],
   });
   /** The write, once committed, then the feed told. */
-  async function logging<T>(steps: Write[], answer: number): Promise<T> {
+  async function logging<T>(steps: Write[], answer?: number): Promise<T> {
     const result = await writes.run<T>({ steps, answer });
     logged();
     return result;
@@ -74,16 +74,13 @@ export function createSqlitePlantStore(
     async createPlantOnce(ownerId: number, plant: NewPlant, keyed: KeyedCreate): Promise<KeyedOutcome> {
       const { key, created, taken } = keyed;
       const record = [ownerId, key, keyed.requestHash, ...answerValues(created), ...answerValues(taken), keyed.at];
-      const row = await writes.run<KeptRow & { fresh: number }>({
-        steps: [
-          { sql: IDEMPOTENCY_SQL.dropExpired, mode: "run", params: [ownerId, key, keyed.expiredAt] },
-          { sql: IDEMPOTENCY_SQL.insertPlant, mode: "run", params: [ownerId, key, ...plantValues(plant)] },
-          log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created"),
-          { sql: IDEMPOTENCY_SQL.record, mode: "run", params: record },
-          { sql: IDEMPOTENCY_SQL.read, mode: "get", params: [ownerId, key] },
-        ],
-      });
-      logged();
+      const row = await logging<KeptRow & { fresh: number }>([
+        { sql: IDEMPOTENCY_SQL.dropExpired, mode: "run", params: [ownerId, key, keyed.expiredAt] },
+        { sql: IDEMPOTENCY_SQL.insertPlant, mode: "run", params: [ownerId, key, ...plantValues(plant)] },
+        log(CHANGE_SQL.logAfter, ownerId, BigInt(plant.id), "plant.created"),
+        { sql: IDEMPOTENCY_SQL.record, mode: "run", params: record },
+        { sql: IDEMPOTENCY_SQL.read, mode: "get", params: [ownerId, key] },
+      ]);
       const answer = keptAnswer(row);
       return row.fresh ? { kind: "fresh", answer } : { kind: "kept", answer, requestHash: row.requestHash };
     },
