@@ -2,7 +2,7 @@ import type { Database, SQLQueryBindings } from "bun:sqlite";
 import type { ChangeStore } from "../../core/changes";
 import { type ChangeRow, changePage, changesOf } from "../plants";
 import { CHANGE_SQL, VALUE_FIELDS } from "./queries";
-import type { Writer } from "./writer";
+import type { Write, Writer } from "./writer";
 
 /**
  * One writer commits in seq order, so a reader never meets a smaller seq after a larger one. Its own
@@ -30,16 +30,11 @@ export function createSqliteChangeStore(sqlite: Database, writes: Writer): Chang
     // One writer, which commits in seq order: what committed is readable.
     settle: async () => {},
     async prune(before, count) {
-      const rows = await writes.run<unknown[]>(
-        {
-          steps: [
-            { sql: CHANGE_SQL.markPruned, mode: "run", params: [before, count] },
-            { sql: CHANGE_SQL.prune, mode: "all", params: [before, count] },
-          ],
-        },
-        { bookkeeping: true },
-      );
-      return rows.length;
+      const steps: Write[] = [
+        { sql: CHANGE_SQL.markPruned, mode: "run", params: [before, count] },
+        { sql: CHANGE_SQL.prune, mode: "all", params: [before, count] },
+      ];
+      return (await writes.run<unknown[]>({ steps }, { bookkeeping: true })).length;
     },
     async watch(wake) {
       watchers.add(wake);

@@ -3,7 +3,7 @@ import type { ClaimedDelivery, DeliveryListing, RedeliverOutcome, WebhookStore }
 import { nextTurn } from "../../core/timers";
 import { attemptParams, busyJson, type CursorRow, cursorOf, type EndpointRow, endpointOf } from "../../core/webhooks";
 import { WEBHOOK_SQL as SQL } from "./webhook-queries";
-import { countRows, type Writer } from "./writer";
+import { countRows, type Write, type Writer } from "./writer";
 
 /** Times as SQLite keeps them, ms; a boolean as 0 or 1. */
 type SqliteEndpoint = Omit<EndpointRow, "createdAt" | "disabled"> & { createdAt: number; disabled: number };
@@ -72,17 +72,11 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       (ownerId === undefined ? behind.all(circuitFailures, count) : behindOwner.all(ownerId)).map(cursorOf),
 
     async fanOut(endpointId, from, to, deliveries) {
-      const moved = await writes.run(
-        {
-          steps: [
-            { sql: SQL.fanOutCursor, mode: "get", params: [endpointId, from, to] },
-            { sql: SQL.fanOutInsert, mode: "run", params: [endpointId, JSON.stringify(deliveries), clock()] },
-          ],
-          answer: 0,
-        },
-        { bookkeeping: true },
-      );
-      return Boolean(moved);
+      const steps: Write[] = [
+        { sql: SQL.fanOutCursor, mode: "get", params: [endpointId, from, to] },
+        { sql: SQL.fanOutInsert, mode: "run", params: [endpointId, JSON.stringify(deliveries), clock()] },
+      ];
+      return Boolean(await writes.run({ steps, answer: 0 }, { bookkeeping: true }));
     },
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
