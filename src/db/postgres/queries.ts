@@ -52,6 +52,11 @@ const logged = (source: string, type: string, at: string, name = "logged") => `$
       INSERT INTO plant_change_inbox (owner_id, type, at, ${CHANGE_COLUMNS})
       SELECT "ownerId", '${type}', to_timestamp(${at}::float8 / 1000), ${FIELD_NAMES} FROM ${source}
     )`;
+/** The plants of `rows` in their order (a taken (owner, id) skipped), each change logged at $2. */
+const inserted = (rows: string) => `inserted AS (
+      INSERT INTO plants (${PLANT_COLUMNS}) SELECT ${PLANT_COLUMNS} FROM ${rows}
+      ON CONFLICT DO NOTHING RETURNING ${returningPlant("plants")}
+    ), ${logged("inserted", "plant.created", "$2")}`;
 const AT_OF_DELETE_IF = `$${3 + VALUE_FIELDS.length}`;
 /** An update that changes nothing writes nothing (and logs no change): the store tells it from a missing plant. */
 const update = (also: string, at: number) => `WITH updated AS (
@@ -67,13 +72,8 @@ export const PLANT_SQL = {
    * Creates ($1, in arrival order, which the change log keeps; a taken (owner, id) is skipped) and deletes ($3: a
    * locked plant is skipped, not waited for, and goes again alone: `deleteOne`) as one statement. $2: at.
    */
-  writeGroup: `WITH inserted AS (
-      INSERT INTO plants (${PLANT_COLUMNS})
-      SELECT ${PLANT_COLUMNS} FROM json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
-      ORDER BY ordinality
-      ON CONFLICT DO NOTHING
-      RETURNING ${returningPlant("plants")}
-    ), ${logged("inserted", "plant.created", "$2")},
+  writeGroup: `WITH ${inserted(`json_populate_recordset(null::plants, $1::text::json) WITH ORDINALITY
+      ORDER BY ordinality`)},
     gone AS (
       DELETE FROM plants USING (
         SELECT p.owner_id, p.id FROM json_to_recordset($3::text::json) AS q(o integer, i bigint)
@@ -147,12 +147,7 @@ export const IDEMPOTENCY_SQL = {
       SELECT q.n, k.request_hash, k.status, k.body, k.etag, k.created_at <= q.expired_at AS expired
       FROM q CROSS JOIN LATERAL (${probe("idempotency_keys", "owner_id = q.owner_id AND key = q.key")}) AS k
     ),
-    inserted AS (
-      INSERT INTO plants (${PLANT_COLUMNS})
-      SELECT ${PLANT_COLUMNS} FROM q WHERE q.n NOT IN (SELECT n FROM kept) ORDER BY q.n
-      ON CONFLICT DO NOTHING
-      RETURNING ${returningPlant("plants")}
-    ), ${logged("inserted", "plant.created", "$2")},
+    ${inserted("q WHERE q.n NOT IN (SELECT n FROM kept) ORDER BY q.n")},
     recorded AS (
       INSERT INTO idempotency_keys (owner_id, key, request_hash, status, body, etag, created_at)
       SELECT q.owner_id, q.key, q.hash, CASE WHEN i.id IS NULL THEN q.ts ELSE q.cs END,
