@@ -38,7 +38,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
   sqlite.run("PRAGMA busy_timeout = 0");
   let queue: PendingWrite[] = [];
   let queuedCount = 0;
-  let scheduled = false;
   let sizeAtLastLook = 0;
   let firstQueuedAt = 0;
   let lockPolls = 0;
@@ -65,7 +64,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     queue = waiting;
     queuedCount = waiting.filter((pending) => pending.counted).length;
     if (queue.length === 0) {
-      scheduled = false;
       lockPolls = 0;
       return;
     }
@@ -114,7 +112,6 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     const batch = queue;
     queue = [];
     queuedCount = 0;
-    scheduled = false;
     return batch;
   }
 
@@ -136,8 +133,8 @@ export function createGroupCommit(sqlite: Database, options: GroupCommitOptions 
     if (!bookkeeping) queuedCount++;
     return new Promise<T>((resolve, reject) => {
       const queuedAt = performance.now();
-      if (!scheduled) {
-        scheduled = true;
+      // An empty queue has no commit on the way (take() and waitForLock empty it as they end one).
+      if (queue.length === 0) {
         firstQueuedAt = queuedAt;
         sizeAtLastLook = 0;
         setImmediate(commitWhenSettled);
