@@ -59,7 +59,11 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
         checkQueryNames(request.url, PARAMETERS, HINT);
         if (request.headers.get("accept")?.includes("text/event-stream")) {
           const cursor = streamCursor(request, query.after);
-          const body = await feed.open(user.id, user.tokenId, cursor, notes.get(request)?.cutOff);
+          // A HEAD opens no stream: the framework reads a HEAD's whole body to count it, and this one never ends.
+          const body =
+            request.method === "HEAD"
+              ? null
+              : await feed.open(user.id, user.tokenId, cursor, notes.get(request)?.cutOff);
           return new Response(body, {
             headers: { "content-type": "text/event-stream", "cache-control": "no-store", "x-accel-buffering": "no" },
           });

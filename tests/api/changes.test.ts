@@ -650,6 +650,40 @@ describe("GET /plants/changes as a stream (Accept: text/event-stream)", () => {
   );
 
   test(
+    "HEAD answers at once with the stream's headers and no body, and holds no stream's place",
+    async () => {
+      const head = (headers: Record<string, string> = {}) =>
+        within(
+          Promise.resolve(
+            t.app.handle(
+              new Request(`${BASE}/plants/changes`, {
+                method: "HEAD",
+                headers: { accept: "text/event-stream", authorization: `Bearer ${token}`, ...headers },
+              }),
+            ),
+          ),
+          EVENT_WAIT_MS,
+          "the HEAD's answer",
+        );
+      for (let i = 0; i < 6; i++) {
+        const response = await head();
+        expect(response.status).toBe(200);
+        expect(response.headers.get("content-type")).toMatch(/^text\/event-stream\b/);
+        expect(await response.text()).toBe("");
+      }
+      expect((await head({ "last-event-id": "abc" })).status).toBe(400);
+      // Every one of the token's five places is still free.
+      const five: EventStream[] = [];
+      try {
+        for (let i = 0; i < 5; i++) five.push(await openedStream());
+      } finally {
+        await Promise.all(five.map((stream) => stream.close()));
+      }
+    },
+    SLOW_MS,
+  );
+
+  test(
     "a bad after or an unknown parameter is 400 on a stream too; no token is 401",
     async () => {
       const badAfter = await openStream({ query: "?after=abc" });
