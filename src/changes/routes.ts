@@ -44,6 +44,21 @@ function changePages(store: ChangeStore, ownerId: number, limit: number) {
   } satisfies PageReader<bigint, ChangePage> & { newest(): number };
 }
 
+/** Accept prefers the stream to JSON: media ranges in any case, `q=0` refuses, a tie is the stream's (RFC 9110 §12.5.1). */
+function wantsStream(accept: string | null): boolean {
+  const ranges = accept?.toLowerCase();
+  if (!ranges?.includes("text/event-stream")) return false;
+  let stream = 0;
+  let json = 0;
+  for (const range of ranges.split(",")) {
+    const [type, ...params] = range.split(";").map((part) => part.trim());
+    const q = Number(params.find((param) => param.startsWith("q="))?.slice(2) ?? 1) || 0;
+    if (type === "text/event-stream") stream = Math.max(stream, q);
+    else if (type === "application/json" || type === "application/*" || type === "*/*") json = Math.max(json, q);
+  }
+  return stream > 0 && stream >= json;
+}
+
 export type ChangeRoutesDeps = Parameters<typeof plantBase>[0] & {
   changes: ChangeStore;
   feed: ChangeFeed;
@@ -57,7 +72,7 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
       "/changes",
       async ({ query, user, request, set }) => {
         checkQueryNames(request.url, PARAMETERS, HINT);
-        if (request.headers.get("accept")?.includes("text/event-stream")) {
+        if (wantsStream(request.headers.get("accept"))) {
           const cursor = streamCursor(request, query.after);
           // A HEAD opens no stream: the framework reads a HEAD's whole body to count it, and this one never ends.
           const body =

@@ -649,6 +649,23 @@ describe("GET /plants/changes as a stream (Accept: text/event-stream)", () => {
     SLOW_MS,
   );
 
+  test.each([
+    ["TEXT/Event-Stream", "text/event-stream"],
+    ["application/json;q=0.5, text/event-stream", "text/event-stream"],
+    ["text/event-stream, application/json", "text/event-stream"],
+    ["application/json, text/event-stream;q=0", "application/json"],
+    ["text/event-stream;q=0.2, application/json", "application/json"],
+    ["text/event-stream;q=0.2, */*", "application/json"],
+    ["*/*", "application/json"],
+  ])("Accept: %s is answered as %s", async (accept, type) => {
+    // HEAD: the kind of answer, without opening a stream.
+    const response = await t.app.handle(
+      new Request(`${BASE}/plants/changes`, { method: "HEAD", headers: { accept, authorization: `Bearer ${token}` } }),
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toStartWith(type);
+  });
+
   test(
     "HEAD answers at once with the stream's headers and no body, and holds no stream's place",
     async () => {
