@@ -24,24 +24,30 @@ export class AddressRefused extends Error {
   override name = "AddressRefused";
 }
 
-const notPublic = (address: string) =>
-  `${address}, which is not a public address (private ones are allowed only when the service runs with WEBHOOK_ALLOW_PRIVATE=true)`;
+const PRIVATE_RULE = "private ones are allowed only when the service runs with WEBHOOK_ALLOW_PRIVATE=true";
 
-/** Every address a name resolves to must be public, not just the one connected to: one can be steered. */
+/**
+ * Every address a name resolves to must be public, not just the one connected to: one can be steered. The
+ * messages name the host as "its host": an API 400 never echoes what was sent.
+ */
 export async function checkedAddress(url: URL, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<Target> {
   const host = bare(url.hostname);
   const literal = isIP(host);
   if (literal !== 0) {
-    if (!opts.allowPrivate && !isPublicAddress(host)) throw new AddressRefused(`url: ${notPublic(host)}`);
+    if (!opts.allowPrivate && !isPublicAddress(host))
+      throw new AddressRefused(`url: its host is not a public address (${PRIVATE_RULE})`);
     return { address: host, family: literal === 6 ? 6 : 4 };
   }
   const found = await (opts.resolve ?? systemResolver)(host).catch((error) => {
-    throw new AddressRefused(`url: ${host} does not resolve (${reasonOf(error)})`);
+    throw new AddressRefused(`url: its host does not resolve (${reasonOf(error)})`);
   });
   const [first] = found;
-  if (first === undefined) throw new AddressRefused(`url: ${host} does not resolve (no addresses)`);
+  if (first === undefined) throw new AddressRefused("url: its host does not resolve (no addresses)");
   const refused = opts.allowPrivate ? undefined : found.find(({ address }) => !isPublicAddress(address));
-  if (refused) throw new AddressRefused(`url: ${host} resolves to ${notPublic(refused.address)}`);
+  if (refused)
+    throw new AddressRefused(
+      `url: its host resolves to ${refused.address}, which is not a public address (${PRIVATE_RULE})`,
+    );
   return first;
 }
 
