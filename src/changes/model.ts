@@ -56,7 +56,7 @@ export const changeEvent = (change: Change) =>
 export function gone(newest: number): HttpError {
   return new HttpError(
     410,
-    "after: changes after this cursor are no longer kept; list your plants again (GET /plants) and follow from the Changes-Cursor header of this answer.",
+    "The cursor (after, or Last-Event-ID) is older than the changes kept; list your plants again (GET /plants) and follow from the Changes-Cursor header of this answer.",
     { "changes-cursor": String(newest) },
   );
 }
