@@ -1,3 +1,5 @@
+import { TOKEN_PREFIX } from "../core/tokens";
+
 /** What a request learns on its way through the app that its log line reports. */
 export interface RequestNote {
   readonly id: string;
@@ -12,8 +14,8 @@ export interface RequestNote {
 
 export type RequestNotes = WeakMap<Request, RequestNote>;
 
-// Long enough for a UUID, a trace id or a prefixed id; nothing a log line could be hurt by.
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:/+=@-]{1,128}$/;
+// Long enough for a UUID, a trace id or a prefixed id; nothing a log line could be hurt by, nor a token sent by mistake.
+const SANE_REQUEST_ID = new RegExp(`^(?!${TOKEN_PREFIX})[A-Za-z0-9._:/+=@-]{1,128}$`);
 
 /** The caller's X-Request-Id when it is sane, so logs join up across services; else a new one. */
 export function requestIdFor(header: string | null): string {

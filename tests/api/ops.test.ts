@@ -340,7 +340,9 @@ describe("request ids and the access log", () => {
       (await t.send("GET", "/healthz", { headers: { "x-request-id": value } })).headers.get("x-request-id");
     expect(await idFor("trace-0af7651916cd43dd8448eb211c80319c")).toBe("trace-0af7651916cd43dd8448eb211c80319c");
     expect(await idFor("a".repeat(128))).toBe("a".repeat(128));
-    for (const insane of ["a".repeat(129), "two words", '{"json":1}', "é", "a\tb"]) {
+    // A token sent in the wrong header must not reach the log as the request's id.
+    const token = await t.tokenFor("alice");
+    for (const insane of ["a".repeat(129), "two words", '{"json":1}', "é", "a\tb", token]) {
       expect(await idFor(insane)).toMatch(UUID);
     }
   });
