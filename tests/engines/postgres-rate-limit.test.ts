@@ -66,6 +66,32 @@ describe.if(onPostgres)("the per-token limit on PostgreSQL", () => {
     }
   });
 
+  test("a share in hand, or a bucket known empty, answers at once: only the ask for a share waits on the database", async () => {
+    const { client, sent, recording } = await recordedPostgres();
+    try {
+      // 600 a minute: shares of 6, the bucket holds 600 until it is taken; the clock stands still.
+      const limiter = createPostgresRateLimiter(recording, 600, () => 5_000_000, { log: () => {}, waitMs: 60_000 });
+      const first = limiter.take(7);
+      expect(first).toBeInstanceOf(Promise);
+      expect((await first)?.refused).toBe(false);
+      const inHand = Array.from({ length: 5 }, () => limiter.take(7));
+      expect(inHand.filter((answer) => answer instanceof Promise)).toEqual([]);
+      expect(inHand.map((answer) => (answer as { remaining: number }).remaining)).toEqual([598, 597, 596, 595, 594]);
+      expect(sent.length).toBe(1);
+      // The share spent: the next asks again.
+      expect(limiter.take(7)).toBeInstanceOf(Promise);
+      // One a minute: the second request finds the bucket empty; the third knows it without asking.
+      const scarce = createPostgresRateLimiter(recording, 1, () => 5_000_000, { log: () => {}, waitMs: 60_000 });
+      expect((await scarce.take(8))?.refused).toBe(false);
+      expect((await scarce.take(8))?.refused).toBe(true);
+      const sentBefore = sent.length;
+      expect(scarce.take(8)).toEqual({ refused: true, limit: 1, remaining: 0, resetSeconds: 60 });
+      expect(sent.length).toBe(sentBefore);
+    } finally {
+      await client.close();
+    }
+  });
+
   test("a lock on rate_limits held by another session: requests are served at once, never 503; logged once; counted again once the lock is gone", async () => {
     const now = 1_000_000;
     const t = await makeTestApp({

@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import { type FaultLog, faultDetail } from "../../core/fault";
 import { type RateAnswer, rateAnswer } from "../../core/rate-limit";
-import type { RequestLimiter } from "../../core/stores";
+import type { HotRead, RequestLimiter } from "../../core/stores";
 import { systemTimers, type Timers } from "../../core/timers";
 import type { Clock } from "../../core/tokens";
 import { createGroups } from "./groups";
@@ -76,7 +76,7 @@ export function createPostgresRateLimiter(
   clock: Clock,
   { log, waitMs = LIMITER_WAIT_MS, timers = systemTimers }: LimiterOptions,
 ): RequestLimiter {
-  if (perMinute === 0) return { take: async () => undefined };
+  if (perMinute === 0) return { take: () => undefined };
   const rate = perMinute / 60_000;
   const share = Math.max(1, Math.floor(perMinute / SHARE_DIVISOR));
   const held = new Map<number, Held>();
@@ -166,24 +166,24 @@ export function createPostgresRateLimiter(
     return rateAnswer(false, perMinute, Math.min(perMinute, entry.tokens + entry.shared + refill), rate);
   }
 
-  return {
-    async take(key) {
-      for (;;) {
-        const entry = heldFor(key);
-        if (entry.tokens >= 1) {
-          entry.tokens -= 1;
-          return allowed(entry);
-        }
-        const now = clock();
-        if (now < entry.refusedUntil) {
-          const resetSeconds = Math.max(1, Math.ceil((entry.refusedUntil - now) / 1000));
-          return { refused: true, limit: perMinute, remaining: 0, resetSeconds };
-        }
-        if (!(await ask(key, entry))) {
-          if (unchecked !== undefined) unchecked++;
-          return allowed(entry);
-        }
-      }
-    },
-  };
+  // At once while this instance holds a share or knows the bucket is empty: only an ask waits.
+  function take(key: number): HotRead<RateAnswer> {
+    const entry = heldFor(key);
+    if (entry.tokens >= 1) {
+      entry.tokens -= 1;
+      return allowed(entry);
+    }
+    const now = clock();
+    if (now < entry.refusedUntil) {
+      const resetSeconds = Math.max(1, Math.ceil((entry.refusedUntil - now) / 1000));
+      return { refused: true, limit: perMinute, remaining: 0, resetSeconds };
+    }
+    return ask(key, entry).then((inTime) => {
+      if (inTime) return take(key);
+      if (unchecked !== undefined) unchecked++;
+      return allowed(entry);
+    });
+  }
+
+  return { take };
 }
