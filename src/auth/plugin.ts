@@ -61,11 +61,9 @@ function tooMany(retryAfter: number, message: string): HttpError {
 }
 
 /** draft-ietf-httpapi-ratelimit-headers, on every authenticated answer, so a client can pace itself. */
-function rateLimitHeaders({ limit, remaining, resetSeconds }: RateAnswer): Record<string, string> {
-  return {
-    "ratelimit-policy": `"per-token";q=${limit};w=60`,
-    ratelimit: `"per-token";r=${remaining};t=${resetSeconds}`,
-  };
+function setRateLimitHeaders(headers: Record<string, unknown>, { limit, remaining, resetSeconds }: RateAnswer) {
+  headers["ratelimit-policy"] = `"per-token";q=${limit};w=60`;
+  headers.ratelimit = `"per-token";r=${remaining};t=${resetSeconds}`;
 }
 
 /**
@@ -91,7 +89,7 @@ function authenticateRequest(
     }
     return andThen(limits.perToken.take(user.tokenId), (budget) => {
       // Into the response's own headers, which Elysia puts on error answers too.
-      if (budget) Object.assign(headers, rateLimitHeaders(budget));
+      if (budget) setRateLimitHeaders(headers, budget);
       if (budget?.refused) throw tooMany(budget.resetSeconds, "Too many requests with this token");
       if (note) note.userId = user.id;
       const scope = scopeOfRoute(limits.routeTable.routes, request.method, route);
