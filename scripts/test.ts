@@ -58,6 +58,7 @@ const SQLITE_RUN_ONLY = [
   "tests/unit/webhook-address.test.ts",
   "tests/unit/webhook-send.test.ts",
   "tests/unit/webhook-signing.test.ts",
+  "tests/unit/webhook-waiting.test.ts",
 ];
 /** What a file that does depend on the engine uses (tests/support/helpers.ts, webhook-servers.ts). */
 const ENGINE_AWARE =

@@ -54,6 +54,9 @@ export function createDispatcher({
   let failing = false;
   const idle: Array<() => void> = [];
   let ticking: Promise<void> | undefined;
+  let releasing: Promise<unknown> = Promise.resolve();
+  /** Endpoints let go of since the claim under way began. */
+  const lettingGo = new Set<number>();
 
   function schedule(delayMs: number) {
     const at = performance.now() + delayMs;
@@ -105,16 +108,19 @@ export function createDispatcher({
           nextMs = Math.min(pollMs, request.waitMs);
           break;
         }
+        // What was let go of is due again before newer ones only once its release commits.
+        await releasing;
+        lettingGo.clear();
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
         const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
         const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy() });
         failing = false;
         claims.claimed(batch.length);
-        // Oldest first, so one receiver's deliveries tend to come in seq order (not promised).
-        for (const delivery of batch.sort((a, b) => a.seq - b.seq)) {
-          waiting.add(delivery);
-          startWaiting();
-        }
+        // Oldest first, so an endpoint's first attempts go in seq order; one let go of meanwhile had older
+        // ones released, which go before these.
+        for (const delivery of batch.sort((a, b) => a.seq - b.seq)) waiting.add(delivery);
+        for (const endpoint of lettingGo) letGo(endpoint);
+        startWaiting();
         if (batch.length < request.count) break;
       }
       if (clock() - pendingReadAt >= pendingEveryMs) {
@@ -135,13 +141,15 @@ export function createDispatcher({
 
   /** Lets go of an endpoint's claimed deliveries, due again at once: its circuit decides when they are tried. */
   function letGo(endpoint: number) {
+    lettingGo.add(endpoint);
     const released = waiting.takeAll(endpoint);
     if (released.length === 0) return;
     // A release that fails leaves them to their lease, which ends within LEASE_MS.
-    store.release(released.map((delivery) => delivery.seq)).catch((error) => noteFailure("releasing claims", error));
+    const release = store.release(released.map((delivery) => delivery.seq));
+    releasing = Promise.all([releasing, release.catch((error) => noteFailure("releasing claims", error))]);
   }
 
-  const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch);
+  const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch, letGo);
 
   function launch(delivery: ClaimedDelivery) {
     inFlight++;

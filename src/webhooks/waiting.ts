@@ -25,15 +25,19 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
       return list.map(({ delivery }) => delivery);
     },
     /**
-     * Those to start now, endpoints in turn, while `room()` and the endpoint's slots allow; one held
-     * past half its lease is dropped instead (it is claimed again once its lease ends).
+     * Those to start now, endpoints in turn, while `room()` and the endpoint's slots allow. One held past
+     * half its lease could not finish within it: the endpoint's waiting ones are let go of, in order, instead.
      */
-    start(room: () => boolean, launch: (delivery: ClaimedDelivery) => void) {
+    start(room: () => boolean, launch: (delivery: ClaimedDelivery) => void, letGo: (endpoint: number) => void) {
       for (const [endpoint, list] of waiting) {
         while (list.length > 0 && room() && (running.get(endpoint) ?? 0) < perEndpoint) {
-          const { delivery, claimedAt } = list.shift() as { delivery: ClaimedDelivery; claimedAt: number };
+          const { delivery, claimedAt } = list[0] as { delivery: ClaimedDelivery; claimedAt: number };
+          if (now() - claimedAt > LEASE_MS / 2) {
+            letGo(endpoint);
+            break;
+          }
+          list.shift();
           count--;
-          if (now() - claimedAt > LEASE_MS / 2) continue;
           running.set(endpoint, (running.get(endpoint) ?? 0) + 1);
           launch(delivery);
         }

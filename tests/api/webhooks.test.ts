@@ -6,7 +6,7 @@ import { parseJsonExact } from "../../src/http/json-body";
 import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher } from "../../src/webhooks/dispatcher";
 import { createFanOut } from "../../src/webhooks/fan-out";
-import { PER_ENDPOINT } from "../../src/webhooks/rules";
+import { CLAIMED_AHEAD, PER_ENDPOINT } from "../../src/webhooks/rules";
 import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
 import { until } from "../support/until";
 import { never, type Received, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
@@ -385,6 +385,56 @@ describe(`fair delivery (${ENGINE})`, () => {
     // With every endpoint's 2 in flight, nothing more, though alice has deliveries due.
     for (const endpoint of alices) busy.set(endpoint, 2);
     expect(await claim(100)).toEqual([]);
+  });
+
+  test("deliveries let go of go back before newer ones: an endpoint's first attempts stay in seq order", async () => {
+    let now = 1_800_000_000_000;
+    const t = await makeTestApp({ webhookAllowPrivate: true, now: () => now });
+    const alice = await t.tokenFor("alice");
+    const hook = await register(t, alice, "http://127.0.0.1:9/a");
+    for (let i = 1; i <= 6; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await createFanOut(t.stores.webhooks, t.stores.changes).due(5);
+    const claim = () =>
+      t.stores.webhooks.claimDue({
+        count: 100,
+        leaseMs: 60_000,
+        perEndpoint: 3,
+        busy: new Map(),
+        circuit: { failures: 5, restMs: 30_000 },
+      });
+    const seqsOf = (batch: Array<{ seq: number }>) => batch.map((d) => d.seq).sort((a, b) => a - b);
+    const first = seqsOf(await claim());
+    expect(first).toHaveLength(3);
+    // Let go of later than the newer ones were made due (SQLite's clock is the app's).
+    now += 5_000;
+    await t.stores.webhooks.release(first);
+    expect(seqsOf(await claim())).toEqual(first);
+    const log = await deliveries(t, alice, hook.id);
+    expect(log.filter((d) => d.status === "pending")).toHaveLength(6);
+  });
+
+  test("an attempt that fails lets go of the endpoint's claimed deliveries; every first attempt still goes in seq order", async () => {
+    const { promise: allMade, resolve: madeAll } = Promise.withResolvers<void>();
+    // The first attempt is held until every plant is made, then fails: its endpoint's other claims go back.
+    const hook = receiver((_request, nth) =>
+      nth === 1 ? allMade.then(() => new Response("x", { status: 500 })) : new Response("ok"),
+    );
+    const t = await appWithDispatcher({ retryDelaysMs: [20], fairness: { perEndpoint: 1 } });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url("/a"));
+    const count = 2 * CLAIMED_AHEAD;
+    for (let i = 1; i <= count; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await until(async () => (await deliveries(t, alice, endpoint.id)).length, { holds: (n) => n === count });
+    madeAll();
+    await settled(t, alice, endpoint.id, count);
+    const firsts: number[] = [];
+    const seen = new Set<string>();
+    for (const request of hook.at("/a")) {
+      const id = request.headers["webhook-id"] as string;
+      if (!seen.has(id)) firsts.push(Number((parseJsonExact(request.body) as { id: number }).id));
+      seen.add(id);
+    }
+    expect(firsts).toEqual(Array.from({ length: count }, (_, i) => i + 1));
   });
 
   test("an endpoint whose attempts keep failing rests: one probe per rest, other endpoints unaffected; a 2xx ends it", async () => {

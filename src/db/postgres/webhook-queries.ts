@@ -72,8 +72,9 @@ export const WEBHOOK_SQL = {
     FROM webhooks w
     WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
     RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
-  /** ($1: comma list of delivery seqs) */
-  release: `UPDATE webhook_deliveries SET next_attempt_at = now()
+  /** ($1: comma list of delivery seqs): as on SQLite. */
+  release: `UPDATE webhook_deliveries d SET next_attempt_at = LEAST(now(), (SELECT min(o.next_attempt_at)
+      FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.next_attempt_at IS NOT NULL))
     WHERE seq = ANY(string_to_array($1::text, ',')::int8[]) AND status = 'pending'`,
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
