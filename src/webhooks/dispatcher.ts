@@ -181,7 +181,10 @@ export function createDispatcher({
       schedule(0);
     },
     wake,
-    /** Claims no more; waits up to `graceMs` for the claim and attempts under way (one cut off is redone after its lease). */
+    /**
+     * Claims no more, lets go of what is claimed and not started, and waits up to `graceMs` for the claim and
+     * attempts under way (one cut off is redone after its lease).
+     */
     async stop(graceMs = timeoutMs): Promise<void> {
       stopped = true;
       if (timer) clearTimeout(timer);
@@ -189,7 +192,9 @@ export function createDispatcher({
       const { promise: over, resolve: done } = Promise.withResolvers<void>();
       const expire = setTimeout(done, graceMs);
       if (ticking) await Promise.race([ticking, over]);
-      if (inFlight + waiting.count() > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
+      for (const endpoint of waiting.endpoints()) letGo(endpoint);
+      if (inFlight > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
+      await Promise.race([releasing, over]);
       clearTimeout(expire);
     },
     inFlight: () => inFlight,

@@ -11,6 +11,7 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
   let count = 0;
   return {
     count: () => count,
+    endpoints: () => [...waiting.keys()],
     add(delivery: ClaimedDelivery) {
       const list = waiting.get(delivery.webhookId) ?? [];
       list.push({ delivery, claimedAt: now() });

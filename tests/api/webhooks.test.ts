@@ -2,12 +2,22 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { StoreUnavailable } from "../../src/core/failures";
 import type { ClaimRequest } from "../../src/core/stores";
+import { connect } from "../../src/db/postgres/client";
+import { createPostgresStores } from "../../src/db/postgres/stores";
 import { parseJsonExact } from "../../src/http/json-body";
 import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher } from "../../src/webhooks/dispatcher";
 import { createFanOut } from "../../src/webhooks/fan-out";
 import { CLAIMED_AHEAD, PER_ENDPOINT } from "../../src/webhooks/rules";
-import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
+import {
+  ENGINE,
+  expectError,
+  makeTestApp,
+  onPostgres,
+  openedStores,
+  postgresTarget,
+  type TestApp,
+} from "../support/helpers";
 import { until } from "../support/until";
 import { never, type Received, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
 
@@ -509,6 +519,33 @@ describe(`fair delivery (${ENGINE})`, () => {
   });
 });
 
+describe.if(onPostgres)("first attempts with several instances (postgres)", () => {
+  test("two instances' dispatchers on one database: an endpoint's first attempts still go in seq order", async () => {
+    // Each answer takes a moment, so both instances have claims under way at once.
+    const hook = receiver(async () => {
+      await Bun.sleep(2);
+      return new Response("ok");
+    });
+    const t = await appWithDispatcher();
+    const other = createPostgresStores(connect(postgresTarget(t.postgresUrl as string)).client, { log: () => {} });
+    openedStores.add(other);
+    const second = startDispatcher(other);
+    running.push(second);
+    const stopWaking = await other.changes.watch(second.wake);
+    running.push({ stop: stopWaking });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url("/a"));
+    const count = 200;
+    for (let start = 0; start < count; start += 20) {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => t.createPlant(String(start + i + 1), "p", alice)));
+    }
+    // The log is oldest first, by seq.
+    const log = await settled(t, alice, endpoint.id, count);
+    const firsts = [...new Set(hook.at("/a").map((request) => request.headers["webhook-id"]))];
+    expect(firsts).toEqual(log.map((delivery) => delivery.id));
+  });
+});
+
 describe(`the dispatcher woken by the change log (${ENGINE})`, () => {
   test("with its poll an hour away, each change is delivered at once, the last of a burst too", async () => {
     const hook = receiver();
@@ -579,6 +616,33 @@ describe(`the dispatcher when the database fails (${ENGINE})`, () => {
 });
 
 describe(`the dispatcher on stop (${ENGINE})`, () => {
+  test("what it claimed and had not started is let go of: due again at once, not left to its lease", async () => {
+    const { promise: answered, resolve: answer } = Promise.withResolvers<void>();
+    const hook = receiver(() => answered.then(() => new Response("ok")));
+    const t = await appWithDispatcher({ fairness: { perEndpoint: 1 } });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url());
+    for (let i = 1; i <= 4; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await until(async () => hook.received.length, { holds: (n) => n === 1 });
+    // The first is in flight; wait for the other three to be claimed behind it.
+    await until(() => deliveries(t, alice, endpoint.id), {
+      holds: (list) =>
+        list.length === 4 && list.every((d) => Date.parse(d.nextAttemptAt as string) > Date.now() + 5_000),
+    });
+    const stopped = t.dispatcher.stop(10_000);
+    answer();
+    await stopped;
+    const claimed = await t.stores.webhooks.claimDue({
+      count: 100,
+      leaseMs: 60_000,
+      perEndpoint: 10,
+      busy: new Map(),
+      circuit: { failures: 5, restMs: 30_000 },
+    });
+    expect(claimed).toHaveLength(3);
+    expect(hook.received).toHaveLength(1);
+  });
+
   test("a claim under way when it stops is sent and recorded before stop resolves", async () => {
     const hook = receiver();
     const t = await makeTestApp({ webhookAllowPrivate: true });

@@ -13,6 +13,7 @@ export function createPostgresWebhookStore(
   clock: () => number,
   settle: () => Promise<void>,
 ): WebhookStore {
+  const instance = crypto.randomUUID();
   return {
     async register(ownerId, url, secret, max, events) {
       await settle();
@@ -48,14 +49,14 @@ export function createPostgresWebhookStore(
       (await countOf(client, WEBHOOK_SQL.fanOut, [endpointId, from, to, JSON.stringify(deliveries)])) > 0,
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
+      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy), instance];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // int8 as decimal text, far below 2^53.
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },
 
     async release(deliverySeqs) {
-      await client.unsafe(WEBHOOK_SQL.release, [deliverySeqs.join(",")]);
+      await client.unsafe(WEBHOOK_SQL.release, [deliverySeqs.join(","), instance]);
     },
 
     async recordAttempt(a) {
