@@ -100,7 +100,7 @@ export function createApp({
   /** For faults no error handler sees (a list failing mid-answer): damage still turns readiness off. */
   const storeFaultLog: FaultLog = (message, detail, request) =>
     log(health.noteFault(detail) ? DAMAGED_LOG_MESSAGE : message, faultDetail(detail), request);
-  const answerFault = faultResponder({ log, health });
+  const answerFault = faultResponder({ log, health, clock });
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))

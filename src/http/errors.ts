@@ -84,8 +84,26 @@ const STORE_FAILURES: Record<StoreFailureKind, { status: number; message: string
   },
 };
 
+/** While a store failure lasts, its requests are logged once in this long, with a count of the rest. */
+export const STORE_FAILURE_LOG_EVERY_MS = 5_000;
+
 /** The Error body for a handler's or a store's fault; anything unknown is a logged 500, damage turns readiness off. */
-export function faultResponder({ log, health }: { log: FaultLog; health: StoreHealth }) {
+export function faultResponder({ log, health, clock }: { log: FaultLog; health: StoreHealth; clock: () => number }) {
+  const lastLogged = new Map<StoreFailureKind, { at: number; unlogged: number }>();
+
+  // A database gone for a minute would otherwise log every request that needed it.
+  function logStoreFailure(kind: StoreFailureKind, error: unknown, request?: Request) {
+    const last = lastLogged.get(kind);
+    const now = clock();
+    if (last && now - last.at < STORE_FAILURE_LOG_EVERY_MS) {
+      last.unlogged++;
+      return;
+    }
+    const unlogged = last?.unlogged ? `; ${last.unlogged} more since the last such line` : "";
+    log(`store failure${unlogged}`, faultDetail(error), request);
+    lastLogged.set(kind, { at: now, unlogged: 0 });
+  }
+
   return (error: unknown, request?: Request): Response => {
     if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers);
     const storeFailure = storeFailureKind(error);
@@ -93,7 +111,7 @@ export function faultResponder({ log, health }: { log: FaultLog; health: StoreHe
       // Space and busy are states an operator sees in readiness; damage and I/O are faults.
       if (health.noteFault(error)) log(DAMAGED_LOG_MESSAGE, faultDetail(error), request);
       else if (storeFailure === "io" || storeFailure === "unreachable" || storeFailure === "timeout")
-        log("store failure", faultDetail(error), request);
+        logStoreFailure(storeFailure, error, request);
       const { status, message, retryAfter } = STORE_FAILURES[storeFailure];
       return errorResponse(status, message, retryAfter ? { "retry-after": retryAfter } : {});
     }

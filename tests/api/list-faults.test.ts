@@ -6,6 +6,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { StoreUnavailable } from "../../src/core/failures";
+import { STORE_FAILURE_LOG_EVERY_MS } from "../../src/http/errors";
 import { expectError, makeTestApp } from "../support/helpers";
 
 const PATHS = ["/plants?limit=5", "/plants?limit=5&tag=x", "/plants", "/plants?limit=5000"];
@@ -32,6 +33,19 @@ describe("a list whose store call fails after the handler returned", () => {
       }
     });
   }
+
+  test("a store failure that lasts is logged once per STORE_FAILURE_LOG_EVERY_MS, the next line counting those not logged", async () => {
+    let now = 1_800_000_000_000;
+    const t = await makeTestApp({ now: () => now });
+    const token = await t.tokenFor("alice");
+    t.stores.plants.listPage = () => Promise.reject(new StoreUnavailable("unreachable"));
+    const failures = () => t.logged.filter(({ message }) => message.startsWith("store failure")).map((e) => e.message);
+    for (let i = 0; i < 10; i++) await expectError(await t.call("GET", "/plants?limit=5", { token }), 503);
+    expect(failures()).toEqual(["store failure"]);
+    now += STORE_FAILURE_LOG_EVERY_MS;
+    await expectError(await t.call("GET", "/plants?limit=5", { token }), 503);
+    expect(failures()).toEqual(["store failure", "store failure; 9 more since the last such line"]);
+  });
 
   test("anything else is a logged 500 with the Error body, and the next list answers again", async () => {
     const t = await makeTestApp();
