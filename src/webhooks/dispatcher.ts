@@ -101,6 +101,7 @@ export function createDispatcher({
     let nextMs = pollMs;
     try {
       await fanOut.due(rules.circuit.failures);
+      for (const endpoint of waiting.stale()) letGo(endpoint);
       const most = CONCURRENCY * CLAIMED_AHEAD;
       while (!stopped && inFlight < CONCURRENCY && inFlight + waiting.count() < most) {
         const request = claims.next(most - inFlight - waiting.count());
@@ -108,16 +109,20 @@ export function createDispatcher({
           nextMs = Math.min(pollMs, request.waitMs);
           break;
         }
-        // What was let go of is due again before newer ones only once its release commits.
-        await releasing;
+        // What was let go of is due again before newer ones only once its release commits; one let go of
+        // from here on has the claim's deliveries of its endpoint let go of too.
         lettingGo.clear();
+        for (let pending = releasing; ; pending = releasing) {
+          await pending;
+          if (pending === releasing) break;
+        }
+        if (stopped) break;
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
         const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
         const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy() });
         failing = false;
         claims.claimed(batch.length);
-        // Oldest first, so an endpoint's first attempts go in seq order; one let go of meanwhile had older
-        // ones released, which go before these.
+        // Oldest first, so an endpoint's first attempts go in seq order.
         for (const delivery of batch.sort((a, b) => a.seq - b.seq)) waiting.add(delivery);
         for (const endpoint of lettingGo) letGo(endpoint);
         startWaiting();

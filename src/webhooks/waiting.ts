@@ -12,18 +12,25 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
   return {
     count: () => count,
     endpoints: () => [...waiting.keys()],
+    /** Endpoints whose oldest waiting delivery is past half its lease: it could not finish within it. */
+    stale: () =>
+      [...waiting].filter(([, list]) => now() - (list[0]?.claimedAt ?? now()) > LEASE_MS / 2).map(([e]) => e),
     add(delivery: ClaimedDelivery) {
       const list = waiting.get(delivery.webhookId) ?? [];
       list.push({ delivery, claimedAt: now() });
       waiting.set(delivery.webhookId, list);
       count++;
     },
-    /** The endpoint's waiting deliveries, taken out. */
+    /**
+     * The endpoint's waiting deliveries, taken out: those whose lease surely lasts (claimed under 3/4 of it ago);
+     * the others are dropped, as their lease may have ended and another instance claimed them.
+     */
     takeAll(endpoint: number): ClaimedDelivery[] {
       const list = waiting.get(endpoint) ?? [];
       waiting.delete(endpoint);
       count -= list.length;
-      return list.map(({ delivery }) => delivery);
+      const since = now() - (LEASE_MS * 3) / 4;
+      return list.filter(({ claimedAt }) => claimedAt > since).map(({ delivery }) => delivery);
     },
     /**
      * Those to start now, endpoints in turn, while `room()` and the endpoint's slots allow. One held past

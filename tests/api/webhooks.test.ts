@@ -2,22 +2,12 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { StoreUnavailable } from "../../src/core/failures";
 import type { ClaimRequest } from "../../src/core/stores";
-import { connect } from "../../src/db/postgres/client";
-import { createPostgresStores } from "../../src/db/postgres/stores";
 import { parseJsonExact } from "../../src/http/json-body";
 import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher } from "../../src/webhooks/dispatcher";
 import { createFanOut } from "../../src/webhooks/fan-out";
 import { CLAIMED_AHEAD, PER_ENDPOINT } from "../../src/webhooks/rules";
-import {
-  ENGINE,
-  expectError,
-  makeTestApp,
-  onPostgres,
-  openedStores,
-  postgresTarget,
-  type TestApp,
-} from "../support/helpers";
+import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
 import { until } from "../support/until";
 import { never, type Received, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
 
@@ -516,33 +506,6 @@ describe(`fair delivery (${ENGINE})`, () => {
     await until(async () => hook.received.length, { holds: (n) => n === 10 });
     now += 1_000;
     await until(async () => hook.received.length, { holds: (n) => n === 12 });
-  });
-});
-
-describe.if(onPostgres)("first attempts with several instances (postgres)", () => {
-  test("two instances' dispatchers on one database: an endpoint's first attempts still go in seq order", async () => {
-    // Each answer takes a moment, so both instances have claims under way at once.
-    const hook = receiver(async () => {
-      await Bun.sleep(2);
-      return new Response("ok");
-    });
-    const t = await appWithDispatcher();
-    const other = createPostgresStores(connect(postgresTarget(t.postgresUrl as string)).client, { log: () => {} });
-    openedStores.add(other);
-    const second = startDispatcher(other);
-    running.push(second);
-    const stopWaking = await other.changes.watch(second.wake);
-    running.push({ stop: stopWaking });
-    const alice = await t.tokenFor("alice");
-    const endpoint = await register(t, alice, hook.url("/a"));
-    const count = 200;
-    for (let start = 0; start < count; start += 20) {
-      await Promise.all(Array.from({ length: 20 }, (_, i) => t.createPlant(String(start + i + 1), "p", alice)));
-    }
-    // The log is oldest first, by seq.
-    const log = await settled(t, alice, endpoint.id, count);
-    const firsts = [...new Set(hook.at("/a").map((request) => request.headers["webhook-id"]))];
-    expect(firsts).toEqual(log.map((delivery) => delivery.id));
   });
 });
 

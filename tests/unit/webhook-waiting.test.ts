@@ -36,3 +36,18 @@ test("past half its lease, an endpoint's waiting deliveries are let go of togeth
   expect({ started, letGo, waiting: waiting.count() }).toEqual({ started: [1, 4], letGo: [[2, 3]], waiting: 0 });
   expect(waiting.busy()).toEqual(new Map([[8, 1]]));
 });
+
+test("stale() names an endpoint whose oldest is past half its lease; one past 3/4 of it is dropped, never let go of", () => {
+  let now = 0;
+  const waiting = waitingDeliveries(4, () => now);
+  waiting.add(delivery(7, 1));
+  now = LEASE_MS / 4;
+  waiting.add(delivery(7, 2));
+  waiting.add(delivery(8, 3));
+  now = LEASE_MS / 2 + 1;
+  expect(waiting.stale()).toEqual([7]);
+  // Its lease may have ended and another instance claimed it: letting it go would make it due under that one.
+  now = (LEASE_MS * 3) / 4 + 1;
+  expect(waiting.takeAll(7).map((d) => d.seq)).toEqual([2]);
+  expect(waiting.count()).toBe(1);
+});

@@ -94,9 +94,6 @@ export const webhooks = pgTable(
     lastFailedAt: time("last_failed_at"),
     events: text("events"),
     changeCursor: bigint("change_cursor", { mode: "number" }).notNull().default(0),
-    /** The one instance claiming its deliveries, until then: two would interleave their first attempts. */
-    claimedBy: text("claimed_by"),
-    claimedUntil: time("claimed_until"),
   },
   (table) => [index("webhooks_owner_id_idx").on(table.ownerId)],
 );

@@ -3,10 +3,6 @@ const DELIVERY = `id, type, status, attempts, last_status AS "lastStatus", creat
 
 const CURSOR = `w.id, w.owner_id AS "ownerId", w.change_cursor::float8 AS cursor, w.events`;
 
-/** An endpoint no instance but $n claims from now. */
-const FREE_FOR = (instance: string) =>
-  `(w.claimed_until IS NULL OR w.claimed_until <= now() OR w.claimed_by = ${instance})`;
-
 /** Claims and leases use the database's clock, which every instance shares. */
 export const WEBHOOK_SQL = {
   /** (circuit failures, count): as on SQLite (sqlite/webhook-queries.ts). */
@@ -26,7 +22,7 @@ export const WEBHOOK_SQL = {
     ), written AS (
       INSERT INTO webhook_deliveries (id, webhook_id, type, payload, created_at, next_attempt_at)
       SELECT d.value ->> 'id', moved.id, d.value ->> 'type', d.value ->> 'payload',
-        to_timestamp((d.value ->> 'at')::float8 / 1000), now()
+        to_timestamp((d.value ->> 'at')::float8 / 1000), clock_timestamp()
       FROM moved, json_array_elements($4::text::json) WITH ORDINALITY AS d
       ORDER BY d.ordinality
     )
@@ -49,22 +45,18 @@ export const WEBHOOK_SQL = {
       SELECT ${DELIVERY} FROM webhook_deliveries
       WHERE webhook_id = (SELECT id FROM endpoint) AND seq > start.seq ORDER BY seq LIMIT $4
     ) d ON true`,
-  /**
-   * (circuit failures, rest ms, lease ms, count, per endpoint, busy JSON, this instance): as on SQLite; skips rows
-   * being claimed. An endpoint is claimed from by one instance at a time (`claimed_by`, for a lease): another's
-   * claim of it, waiting on its row, finds it taken and takes none of its deliveries.
-   */
+  /** (circuit failures, rest ms, lease ms, count, per endpoint, busy JSON): as on SQLite; skips rows being claimed. */
   claim: `WITH busy AS (SELECT key::int AS webhook_id, value::int AS n FROM json_each_text($6::text::json)),
     endpoints AS (
       SELECT * FROM (
         SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= $1 THEN 1 ELSE $5 END - coalesce(busy.n, 0) AS room
         FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id
-        WHERE w.disabled_at IS NULL AND ${FREE_FOR("$7")}
+        WHERE w.disabled_at IS NULL
           AND (w.consecutive_failures < $1 OR w.last_failed_at + $2::float8 * interval '1 millisecond' <= now())
       ) taking WHERE room > 0
     ),
     due AS (
-      SELECT d.seq, d.next_attempt_at, e.id AS webhook_id, e.owner_id,
+      SELECT d.seq, d.next_attempt_at, e.owner_id,
         row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
       FROM endpoints e CROSS JOIN LATERAL (
         SELECT seq, next_attempt_at FROM webhook_deliveries
@@ -72,29 +64,22 @@ export const WEBHOOK_SQL = {
         ORDER BY next_attempt_at, seq LIMIT e.room FOR UPDATE SKIP LOCKED
       ) d
     ),
-    chosen AS (
-      SELECT seq, webhook_id FROM (
-        SELECT seq, webhook_id, next_attempt_at,
-          row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
-        FROM due
-      ) fair ORDER BY round, next_attempt_at, seq LIMIT $4
-    ),
-    owned AS (
-      UPDATE webhooks w SET claimed_by = $7, claimed_until = now() + $3::float8 * interval '1 millisecond'
-      WHERE w.id IN (SELECT webhook_id FROM chosen) AND ${FREE_FOR("$7")}
-      RETURNING w.id, w.url, w.secret
+    fair AS (
+      SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
+      FROM due
     )
     UPDATE webhook_deliveries d SET next_attempt_at = now() + $3::float8 * interval '1 millisecond'
-    FROM owned w
-    WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM chosen)
+    FROM webhooks w
+    WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
     RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
-  /** ($1: comma list of delivery seqs, $2: this instance): as on SQLite; their endpoints free for any instance. */
-  release: `WITH released AS (
-      UPDATE webhook_deliveries d SET next_attempt_at = LEAST(now(), (SELECT min(o.next_attempt_at)
-        FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.next_attempt_at IS NOT NULL))
-      WHERE seq = ANY(string_to_array($1::text, ',')::int8[]) AND status = 'pending' RETURNING d.webhook_id
-    )
-    UPDATE webhooks SET claimed_until = NULL WHERE id IN (SELECT webhook_id FROM released) AND claimed_by = $2`,
+  /** Their endpoints' rows, locked as a fan-out locks them (clock_timestamp(): its deliveries are due after these). */
+  lockEndpointsOf: `SELECT id FROM webhooks WHERE id IN (
+      SELECT webhook_id FROM webhook_deliveries WHERE seq = ANY(string_to_array($1::text, ',')::int8[])
+    ) ORDER BY id FOR NO KEY UPDATE`,
+  /** ($1: comma list of delivery seqs): as on SQLite, after lockEndpointsOf. */
+  release: `UPDATE webhook_deliveries d SET next_attempt_at = LEAST(now(), (SELECT min(o.next_attempt_at)
+      FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.next_attempt_at IS NOT NULL))
+    WHERE seq = ANY(string_to_array($1::text, ',')::int8[]) AND status = 'pending'`,
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)
     ON CONFLICT DO NOTHING`,

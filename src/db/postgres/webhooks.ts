@@ -13,7 +13,6 @@ export function createPostgresWebhookStore(
   clock: () => number,
   settle: () => Promise<void>,
 ): WebhookStore {
-  const instance = crypto.randomUUID();
   return {
     async register(ownerId, url, secret, max, events) {
       await settle();
@@ -49,14 +48,19 @@ export function createPostgresWebhookStore(
       (await countOf(client, WEBHOOK_SQL.fanOut, [endpointId, from, to, JSON.stringify(deliveries)])) > 0,
 
     async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy), instance];
+      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // int8 as decimal text, far below 2^53.
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },
 
+    // A fan-out under way commits first, so what is let go of is placed before its deliveries.
     async release(deliverySeqs) {
-      await client.unsafe(WEBHOOK_SQL.release, [deliverySeqs.join(","), instance]);
+      const seqs = deliverySeqs.join(",");
+      await client.begin(async (tx) => {
+        await tx.unsafe(WEBHOOK_SQL.lockEndpointsOf, [seqs]);
+        await tx.unsafe(WEBHOOK_SQL.release, [seqs]);
+      });
     },
 
     async recordAttempt(a) {
