@@ -3,7 +3,15 @@ import type { ClaimedDelivery, WebhookStore } from "../core/stores";
 import type { Metrics } from "../ops/metrics";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
 import type { FanOut } from "./fan-out";
-import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, CONCURRENCY, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
+import {
+  ATTEMPT_TIMEOUT_MS,
+  CLAIMED_AHEAD,
+  CONCURRENCY,
+  outcomeOf,
+  POLL_MS,
+  RELEASE_WAIT_MS,
+  WAKE_SPACING_MS,
+} from "./rules";
 import { sendAttempt } from "./send";
 import { signedHeaders } from "./signing";
 import { waitingDeliveries } from "./waiting";
@@ -54,9 +62,12 @@ export function createDispatcher({
   let failing = false;
   const idle: Array<() => void> = [];
   let ticking: Promise<void> | undefined;
-  let releasing: Promise<unknown> = Promise.resolve();
+  /** Releases under way, by endpoint: until one commits, nothing of its endpoint is claimed (newer would come first). */
+  const releasing = new Map<number, Promise<void>>();
   /** Endpoints let go of since the claim under way began. */
   const lettingGo = new Set<number>();
+  /** Set once stop() has returned: a claim landing after it starts nothing. */
+  let over = false;
 
   function schedule(delayMs: number) {
     const at = performance.now() + delayMs;
@@ -109,22 +120,18 @@ export function createDispatcher({
           nextMs = Math.min(pollMs, request.waitMs);
           break;
         }
-        // What was let go of is due again before newer ones only once its release commits; one let go of
-        // from here on has the claim's deliveries of its endpoint let go of too.
-        lettingGo.clear();
-        for (let pending = releasing; ; pending = releasing) {
-          await pending;
-          if (pending === releasing) break;
-        }
-        if (stopped) break;
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
         const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
-        const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy() });
+        const busy = waiting.busy();
+        for (const endpoint of releasing.keys()) busy.set(endpoint, perEndpoint);
+        // One let go of while this claim is under way has what the claim took of it let go of too.
+        lettingGo.clear();
+        const batch = await store.claimDue({ ...request, perEndpoint, busy });
         failing = false;
         claims.claimed(batch.length);
         // Oldest first, so an endpoint's first attempts go in seq order.
         for (const delivery of batch.sort((a, b) => a.seq - b.seq)) waiting.add(delivery);
-        for (const endpoint of lettingGo) letGo(endpoint);
+        for (const endpoint of over ? waiting.endpoints() : lettingGo) letGo(endpoint);
         startWaiting();
         if (batch.length < request.count) break;
       }
@@ -149,9 +156,17 @@ export function createDispatcher({
     lettingGo.add(endpoint);
     const released = waiting.takeAll(endpoint);
     if (released.length === 0) return;
-    // A release that fails leaves them to their lease, which ends within LEASE_MS.
-    const release = store.release(released.map((delivery) => delivery.seq));
-    releasing = Promise.all([releasing, release.catch((error) => noteFailure("releasing claims", error))]);
+    const seqs = released.map((delivery) => delivery.seq);
+    // After the endpoint's release before it; one that fails leaves them to their lease (LEASE_MS).
+    const release: Promise<void> = (releasing.get(endpoint) ?? Promise.resolve())
+      .then(() => store.release(seqs))
+      .catch((error) => noteFailure("releasing claims", error))
+      .finally(() => {
+        if (releasing.get(endpoint) !== release) return;
+        releasing.delete(endpoint);
+        wake();
+      });
+    releasing.set(endpoint, release);
   }
 
   const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch, letGo);
@@ -194,13 +209,20 @@ export function createDispatcher({
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
-      const { promise: over, resolve: done } = Promise.withResolvers<void>();
+      const letGoAll = () => {
+        for (const endpoint of waiting.endpoints()) letGo(endpoint);
+      };
+      letGoAll();
+      const { promise: graceOver, resolve: done } = Promise.withResolvers<void>();
       const expire = setTimeout(done, graceMs);
-      if (ticking) await Promise.race([ticking, over]);
-      for (const endpoint of waiting.endpoints()) letGo(endpoint);
-      if (inFlight > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), over]);
-      await Promise.race([releasing, over]);
+      if (ticking) await Promise.race([ticking, graceOver]);
+      letGoAll();
+      if (inFlight > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), graceOver]);
       clearTimeout(expire);
+      // Not bounded by the grace: a drain that used it up still lets the releases commit, within their own bound.
+      const bound = new Promise((done) => setTimeout(done, RELEASE_WAIT_MS).unref());
+      await Promise.race([Promise.all(releasing.values()), bound]);
+      over = true;
     },
     inFlight: () => inFlight,
   };

@@ -22,6 +22,8 @@ export const ATTEMPTS_PER_SECOND = 1_200;
  */
 export const LEASE_MS = 20_000;
 export const POLL_MS = 1_000;
+/** How long a stopping dispatcher waits for the releases of what it let go of, whatever is left of its grace. */
+export const RELEASE_WAIT_MS = 1_000;
 /** A burst of creates costs one claim each 25 ms. */
 export const WAKE_SPACING_MS = 25;
 

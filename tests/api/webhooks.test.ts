@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
 import { Webhook } from "standardwebhooks";
 import { StoreUnavailable } from "../../src/core/failures";
 import type { ClaimRequest } from "../../src/core/stores";
@@ -7,7 +8,7 @@ import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher } from "../../src/webhooks/dispatcher";
 import { createFanOut } from "../../src/webhooks/fan-out";
 import { CLAIMED_AHEAD, PER_ENDPOINT } from "../../src/webhooks/rules";
-import { ENGINE, expectError, makeTestApp, type TestApp } from "../support/helpers";
+import { ENGINE, expectError, makeTestApp, onPostgres, type TestApp } from "../support/helpers";
 import { until } from "../support/until";
 import { never, type Received, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
 
@@ -413,6 +414,50 @@ describe(`fair delivery (${ENGINE})`, () => {
     expect(log.filter((d) => d.status === "pending")).toHaveLength(6);
   });
 
+  test("a retry recorded between two releases does not put the later release ahead of the earlier", async () => {
+    // In the past for the database's clock too: every time below is due.
+    const t0 = Date.now() - 60_000;
+    let now = t0;
+    const t = await makeTestApp({ webhookAllowPrivate: true, now: () => now });
+    const alice = await t.tokenFor("alice");
+    await register(t, alice, "http://127.0.0.1:9/a");
+    const fanOut = createFanOut(t.stores.webhooks, t.stores.changes);
+    const store = t.stores.webhooks;
+    const circuit = { failures: 5, restMs: 30_000 };
+    const claim = async (count: number) =>
+      (await store.claimDue({ count, leaseMs: 20_000, perEndpoint: 64, busy: new Map(), circuit }))
+        .map((d) => d.seq)
+        .sort((a, b) => a - b);
+    const fail = (deliverySeq: number, retryInMs: number) =>
+      store.recordAttempt({
+        deliverySeq,
+        attempt: 1,
+        at: t0,
+        statusCode: 500,
+        durationMs: 10,
+        error: undefined,
+        outcome: "pending",
+        retryInMs,
+      });
+    for (let i = 1; i <= 5; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await fanOut.due(5);
+    const [s1 = 0, s2 = 0, ...waiting] = await claim(10);
+    // A claim under way takes the newer 6-8; meanwhile 1 fails and lets 3-5 go.
+    now = t0 + 3_000;
+    for (let i = 6; i <= 8; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await fanOut.due(5);
+    const newer = await claim(10);
+    await fail(s1, 1_100);
+    await store.release(waiting);
+    // 2 fails too, its retry due before 1's; then what the claim took is let go of after 3-5.
+    await fail(s2, 900);
+    await store.release(newer);
+    now = t0 + 3_500;
+    const order: number[] = [];
+    for (let i = 0; i < 8; i++) order.push(...(await claim(1)));
+    expect({ order, waiting, newer }).toEqual({ order: [s2, s1, ...waiting, ...newer], waiting, newer });
+  });
+
   test("an attempt that fails lets go of the endpoint's claimed deliveries; every first attempt still goes in seq order", async () => {
     const { promise: allMade, resolve: madeAll } = Promise.withResolvers<void>();
     // The first attempt is held until every plant is made, then fails: its endpoint's other claims go back.
@@ -506,6 +551,38 @@ describe(`fair delivery (${ENGINE})`, () => {
     await until(async () => hook.received.length, { holds: (n) => n === 10 });
     now += 1_000;
     await until(async () => hook.received.length, { holds: (n) => n === 12 });
+  });
+});
+
+describe.if(onPostgres)("a release held up (postgres)", () => {
+  test("one endpoint's release held up by a lock holds up that endpoint only: another's deliveries go out", async () => {
+    const { promise: locked, resolve: lockTaken } = Promise.withResolvers<void>();
+    const failing = receiver(() => locked.then(() => new Response("x", { status: 500 })));
+    const fine = receiver();
+    const t = await appWithDispatcher({ retryDelaysMs: [60_000], fairness: { perEndpoint: 1 } });
+    const alice = await t.tokenFor("alice");
+    const bob = await t.tokenFor("bob");
+    const held = await register(t, bob, failing.url("/e"));
+    const other = new SQL(t.postgresUrl as string, { max: 1 });
+    const session = await other.reserve();
+    try {
+      for (let i = 1; i <= 3; i++) await t.createPlant(String(i), `b${i}`, bob);
+      await until(async () => failing.received.length, { holds: (n) => n === 1 });
+      // The waiting two held by another session: the release after the first one's failure waits for them.
+      await session`BEGIN`;
+      await session`SELECT seq FROM webhook_deliveries WHERE webhook_id = ${held.id}
+        AND seq > (SELECT min(seq) FROM webhook_deliveries WHERE webhook_id = ${held.id}) FOR UPDATE`;
+      lockTaken();
+      await until(async () => (await deliveries(t, bob, held.id)).some((d) => d.attempts === 1));
+      await register(t, alice, fine.url("/a"));
+      await t.createPlant("1", "a1", alice);
+      await until(async () => fine.received.length, { holds: (n) => n === 1, timeoutMs: 3_000 });
+      expect(failing.received).toHaveLength(1);
+    } finally {
+      await session`ROLLBACK`;
+      session.release();
+      await other.close();
+    }
   });
 });
 

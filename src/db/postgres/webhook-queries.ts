@@ -78,7 +78,7 @@ export const WEBHOOK_SQL = {
     ) ORDER BY id FOR NO KEY UPDATE`,
   /** ($1: comma list of delivery seqs): as on SQLite, after lockEndpointsOf. */
   release: `UPDATE webhook_deliveries d SET next_attempt_at = LEAST(now(), (SELECT min(o.next_attempt_at)
-      FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.next_attempt_at IS NOT NULL))
+      FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.next_attempt_at IS NOT NULL AND o.attempts = 0))
     WHERE seq = ANY(string_to_array($1::text, ',')::int8[]) AND status = 'pending'`,
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)

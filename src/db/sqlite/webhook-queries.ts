@@ -77,8 +77,9 @@ export const WEBHOOK_SQL = {
     RETURNING seq, id, webhook_id AS webhookId, payload, attempts`,
   endpointSecret: "SELECT url, secret FROM webhooks WHERE id = ?1",
   /** (now, JSON array of delivery seqs): due at once, before the endpoint's others, so first attempts keep seq order. */
-  release: `UPDATE webhook_deliveries SET next_attempt_at = min(?1, (SELECT min(o.next_attempt_at)
-      FROM webhook_deliveries o WHERE o.webhook_id = webhook_deliveries.webhook_id AND o.next_attempt_at IS NOT NULL))
+  release: `UPDATE webhook_deliveries SET next_attempt_at = min(?1, coalesce((SELECT min(o.next_attempt_at)
+      FROM webhook_deliveries o WHERE o.webhook_id = webhook_deliveries.webhook_id AND o.next_attempt_at IS NOT NULL
+        AND o.attempts = 0), ?1))
     WHERE seq IN (SELECT value FROM json_each(?2)) AND status = 'pending'`,
   /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
