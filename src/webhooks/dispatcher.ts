@@ -3,15 +3,7 @@ import type { ClaimedDelivery, WebhookStore } from "../core/stores";
 import type { Metrics } from "../ops/metrics";
 import { claimPlanner, FAIRNESS, type Fairness } from "./claims";
 import type { FanOut } from "./fan-out";
-import {
-  ATTEMPT_TIMEOUT_MS,
-  CLAIMED_AHEAD,
-  CONCURRENCY,
-  outcomeOf,
-  POLL_MS,
-  RELEASE_WAIT_MS,
-  WAKE_SPACING_MS,
-} from "./rules";
+import { ATTEMPT_TIMEOUT_MS, CLAIMED_AHEAD, CONCURRENCY, outcomeOf, POLL_MS, WAKE_SPACING_MS } from "./rules";
 import { sendAttempt } from "./send";
 import { signedHeaders } from "./signing";
 import { waitingDeliveries } from "./waiting";
@@ -62,8 +54,6 @@ export function createDispatcher({
   let failing = false;
   const idle: Array<() => void> = [];
   let ticking: Promise<void> | undefined;
-  /** Releases under way, by endpoint: until one commits, nothing of its endpoint is claimed (newer would come first). */
-  const releasing = new Map<number, Promise<void>>();
   /** Endpoints let go of since the claim under way began. */
   const lettingGo = new Set<number>();
   /** Set once stop() has returned: a claim landing after it starts nothing. */
@@ -122,11 +112,9 @@ export function createDispatcher({
         }
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
         const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
-        const busy = waiting.busy();
-        for (const endpoint of releasing.keys()) busy.set(endpoint, perEndpoint);
         // One let go of while this claim is under way has what the claim took of it let go of too.
         lettingGo.clear();
-        const batch = await store.claimDue({ ...request, perEndpoint, busy });
+        const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy(perEndpoint) });
         failing = false;
         claims.claimed(batch.length);
         // Oldest first, so an endpoint's first attempts go in seq order.
@@ -154,19 +142,9 @@ export function createDispatcher({
   /** Lets go of an endpoint's claimed deliveries, due again at once: its circuit decides when they are tried. */
   function letGo(endpoint: number) {
     lettingGo.add(endpoint);
-    const released = waiting.takeAll(endpoint);
-    if (released.length === 0) return;
-    const seqs = released.map((delivery) => delivery.seq);
-    // After the endpoint's release before it; one that fails leaves them to their lease (LEASE_MS).
-    const release: Promise<void> = (releasing.get(endpoint) ?? Promise.resolve())
-      .then(() => store.release(seqs))
-      .catch((error) => noteFailure("releasing claims", error))
-      .finally(() => {
-        if (releasing.get(endpoint) !== release) return;
-        releasing.delete(endpoint);
-        wake();
-      });
-    releasing.set(endpoint, release);
+    // One that fails leaves them to their lease (LEASE_MS).
+    const release = (seqs: number[]) => store.release(seqs).catch((error) => noteFailure("releasing claims", error));
+    waiting.letGo(endpoint, release, wake);
   }
 
   const startWaiting = () => waiting.start(() => inFlight < CONCURRENCY, launch, letGo);
@@ -209,19 +187,15 @@ export function createDispatcher({
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
-      const letGoAll = () => {
-        for (const endpoint of waiting.endpoints()) letGo(endpoint);
-      };
-      letGoAll();
+      for (const endpoint of waiting.endpoints()) letGo(endpoint);
       const { promise: graceOver, resolve: done } = Promise.withResolvers<void>();
       const expire = setTimeout(done, graceMs);
       if (ticking) await Promise.race([ticking, graceOver]);
-      letGoAll();
+      for (const endpoint of waiting.endpoints()) letGo(endpoint);
       if (inFlight > 0) await Promise.race([new Promise<void>((done) => idle.push(done)), graceOver]);
       clearTimeout(expire);
       // Not bounded by the grace: a drain that used it up still lets the releases commit, within their own bound.
-      const bound = new Promise((done) => setTimeout(done, RELEASE_WAIT_MS).unref());
-      await Promise.race([Promise.all(releasing.values()), bound]);
+      await waiting.releases();
       over = true;
     },
     inFlight: () => inFlight,

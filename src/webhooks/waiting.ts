@@ -1,5 +1,5 @@
 import type { ClaimedDelivery } from "../core/stores";
-import { LEASE_MS } from "./rules";
+import { LEASE_MS, RELEASE_WAIT_MS } from "./rules";
 
 /**
  * Claimed deliveries waiting for their endpoint's slots, oldest first, and the attempts in flight per endpoint:
@@ -8,8 +8,10 @@ import { LEASE_MS } from "./rules";
 export function waitingDeliveries(perEndpoint: number, now: () => number = () => performance.now()) {
   const waiting = new Map<number, Array<{ delivery: ClaimedDelivery; claimedAt: number }>>();
   const running = new Map<number, number>();
+  /** Releases under way, by endpoint: until one commits, nothing of its endpoint is claimed (newer would come first). */
+  const releasing = new Map<number, Promise<void>>();
   let count = 0;
-  return {
+  const waitingList = {
     count: () => count,
     endpoints: () => [...waiting.keys()],
     /** Endpoints whose oldest waiting delivery is past half its lease: it could not finish within it. */
@@ -52,10 +54,30 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
         if (list.length === 0) waiting.delete(endpoint);
       }
     },
-    /** Per endpoint, its deliveries claimed and not settled: waiting or in flight (the claim's `busy`). */
-    busy() {
+    /**
+     * Lets go of the endpoint's waiting deliveries (takeAll's) through `release`, after its release before;
+     * `released` once none is under way for it. `release` must not reject.
+     */
+    letGo(endpoint: number, release: (seqs: number[]) => Promise<void>, released: () => void) {
+      const seqs = waitingList.takeAll(endpoint).map((delivery) => delivery.seq);
+      if (seqs.length === 0) return;
+      const done: Promise<void> = (releasing.get(endpoint) ?? Promise.resolve())
+        .then(() => release(seqs))
+        .finally(() => {
+          if (releasing.get(endpoint) !== done) return;
+          releasing.delete(endpoint);
+          released();
+        });
+      releasing.set(endpoint, done);
+    },
+    /** The releases under way, for at most RELEASE_WAIT_MS. */
+    releases: () =>
+      Promise.race([Promise.all(releasing.values()), new Promise((done) => setTimeout(done, RELEASE_WAIT_MS).unref())]),
+    /** Per endpoint, its deliveries claimed and not settled (the claim's `busy`); `full` while a release is under way. */
+    busy(full: number) {
       const busy = new Map(running);
       for (const [endpoint, list] of waiting) busy.set(endpoint, (busy.get(endpoint) ?? 0) + list.length);
+      for (const endpoint of releasing.keys()) busy.set(endpoint, full);
       return busy;
     },
     ended(delivery: ClaimedDelivery) {
@@ -64,4 +86,5 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
       else running.delete(delivery.webhookId);
     },
   };
+  return waitingList;
 }
