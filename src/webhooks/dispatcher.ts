@@ -54,7 +54,7 @@ export function createDispatcher({
   let failing = false;
   const idle: Array<() => void> = [];
   let ticking: Promise<void> | undefined;
-  /** Endpoints let go of since the claim under way began. */
+  /** Endpoints let go of since the claim under way began: what that claim takes of them is let go of too. */
   const lettingGo = new Set<number>();
   /** Set once stop() has returned: a claim landing after it starts nothing. */
   let over = false;
@@ -112,7 +112,6 @@ export function createDispatcher({
         }
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
         const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
-        // One let go of while this claim is under way has what the claim took of it let go of too.
         lettingGo.clear();
         const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy(perEndpoint) });
         failing = false;
@@ -139,10 +138,9 @@ export function createDispatcher({
     }
   }
 
-  /** Lets go of an endpoint's claimed deliveries, due again at once: its circuit decides when they are tried. */
+  /** Lets go of an endpoint's waiting deliveries, due again at once (a failed release leaves them to their lease). */
   function letGo(endpoint: number) {
     lettingGo.add(endpoint);
-    // One that fails leaves them to their lease (LEASE_MS).
     const release = (seqs: number[]) => store.release(seqs).catch((error) => noteFailure("releasing claims", error));
     waiting.letGo(endpoint, release, wake);
   }
@@ -179,10 +177,7 @@ export function createDispatcher({
       schedule(0);
     },
     wake,
-    /**
-     * Claims no more, lets go of what is claimed and not started, and waits up to `graceMs` for the claim and
-     * attempts under way (one cut off is redone after its lease).
-     */
+    /** Claims no more, lets go of what waits, and waits up to `graceMs` for the claim and attempts under way. */
     async stop(graceMs = timeoutMs): Promise<void> {
       stopped = true;
       if (timer) clearTimeout(timer);
