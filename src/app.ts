@@ -9,7 +9,7 @@ import type { Stores } from "./core/stores";
 import type { Clock } from "./core/tokens";
 import { apiDocs } from "./docs/openapi";
 import { errorHandler, errorResponse, faultResponder } from "./http/errors";
-import { allowedMethodsFor, type ScopedRoute } from "./http/routes-table";
+import { allowedMethodsFor, type RouteLike } from "./http/routes-table";
 import { wireDefaults } from "./http/wire";
 import { createMetrics } from "./ops/metrics";
 import type { RequestNotes } from "./ops/request-id";
@@ -56,13 +56,7 @@ export function createOps(stores: Stores, notes: RequestNotes = new WeakMap()) {
 }
 export type AppOps = ReturnType<typeof createOps>;
 
-/** A fragment in the target is refused before routing: Elysia would route on it. */
-function refuseEarly(request: Request): Response | undefined {
-  if (request.url.includes("#")) {
-    return errorResponse(400, "The request target must not contain '#'; percent-encode it as %23.");
-  }
-  return undefined;
-}
+const FRAGMENT = "The request target must not contain '#'; percent-encode it as %23.";
 
 /** The live change streams on these stores, as the config limits them. */
 export const changeFeedOn = (stores: Stores, config: AppConfig, log: FaultLog) =>
@@ -86,7 +80,7 @@ export function createApp({
   fanOut = createFanOut(stores.webhooks, stores.changes),
 }: AppDeps) {
   // Filled in once the routes exist: a 405 lists the methods routed for the path, the bearer check reads each route's scope.
-  const routeTable: { routes: readonly ScopedRoute[] } = { routes: [] };
+  const routeTable: { routes: readonly RouteLike[] } = { routes: [] };
   const limits = {
     routeTable,
     perToken: stores.requestLimiter(config.rateLimitPerMinute, clock),
@@ -104,8 +98,9 @@ export function createApp({
   const app = new Elysia()
     .use(wireDefaults(config.corsOrigins))
     .use(errorHandler({ allowedMethods: (path) => allowedMethodsFor(routeTable.routes, path), answerFault }))
+    // A fragment in the target is refused before routing: Elysia would route on it. No `return f(…)`: it stays sync.
     .onRequest(({ request }) => {
-      const refusal = refuseEarly(request);
+      const refusal = request.url.includes("#") && errorResponse(400, FRAGMENT);
       if (refusal) return refusal;
     })
     .use(apiDocs(config.swaggerPersistAuthorization))

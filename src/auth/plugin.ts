@@ -5,7 +5,7 @@ import { andThen, type HotRead, type RequestLimiter, type TokenStore } from "../
 import { type AuthenticatedUser, type Scope, scopeBit } from "../core/tokens";
 import { HttpError } from "../http/errors";
 import type { BodyLimits } from "../http/json-body";
-import { type ScopedRoute, scopeOfRoute } from "../http/routes-table";
+import { type RouteLike, scopeOfRoute } from "../http/routes-table";
 import type { RequestNote, RequestNotes } from "../ops/request-id";
 
 const BEARER = /^Bearer(?:[ \t]+(.*))?$/is;
@@ -34,7 +34,7 @@ export interface AuthLimits {
   failuresPerClient: RateLimiter;
   trustedProxies: TrustedProxies;
   /** The app's routes, each declaring its scope (the `scope` route option); filled in once they exist. */
-  routeTable: { routes: readonly ScopedRoute[] };
+  routeTable: { routes: readonly RouteLike[] };
 }
 
 /** What a feature's authenticated routes are given besides their own store. */
@@ -99,12 +99,7 @@ function authenticateRequest(
   });
 }
 
-/**
- * A `derive`, not a `resolve` macro: it runs before the body is read (see jsonBody), so a 401 reads
- * none. Elysia compiles a hook async from its source text, and an async hook makes every answer a
- * promise: stores that answer at once get a synchronous hook. Each names the context fields it
- * reads, so Elysia prepares only those.
- */
+/** A derive, so a 401 reads no body (jsonBody); synchronous where stores answer at once (Elysia reads the source). */
 export function bearerAuth({ tokens, limits, notes }: Pick<AuthDeps, "tokens" | "limits" | "notes">) {
   // Each route names its scope with the route: `{ scope: "plants:read" }`, kept in its OpenAPI security.
   const auth = new Elysia().macro({

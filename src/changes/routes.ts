@@ -1,14 +1,13 @@
 import type { Change, ChangeStore } from "../core/changes";
 import { INT64_MAX } from "../core/plant";
 import { HttpError } from "../http/errors";
-import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
+import { linkHeader, modelResponse, routeErrors } from "../http/models";
 import { type PageOf, type PageReader, pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import { plantBase } from "../plants/one-plant-routes";
 import type { ChangeFeed } from "./feed";
 import { changeJson, changeModels, changesQuery, DEFAULT_LIMIT, gone, MAX_LIMIT } from "./model";
 
-const PARAMETERS: ReadonlySet<string> = new Set(["after", "limit"]);
 const HINT = "this operation takes after and limit; follow the Link header, or pass after=<the last seq you have>";
 const LAST_EVENT_ID = /^[0-9]{1,19}$/;
 
@@ -71,7 +70,7 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
     .get(
       "/changes",
       async ({ query, user, request, set }) => {
-        checkQueryNames(request.url, PARAMETERS, HINT);
+        checkQueryNames(request.url, changesQuery, HINT);
         if (wantsStream(request.headers.get("accept"))) {
           const cursor = streamCursor(request, query.after);
           // A HEAD opens no stream: the framework reads a HEAD's whole body to count it, and this one never ends.
@@ -138,7 +137,6 @@ export function changeRoutes({ changes, feed, ...auth }: ChangeRoutesDeps) {
               400: "`after`, `limit` or `Last-Event-ID` is out of its range, or a parameter is unknown (the message names it)",
               410: "The cursor is older than the oldest change kept (CHANGES_RETENTION_HOURS): list your plants again and follow from `Changes-Cursor`",
             }),
-            ...errorResponses(401, 429, 500, 503),
           },
         },
       },

@@ -79,11 +79,7 @@ export class ChangeStream {
     this.pending.push(change);
   }
 
-  /**
-   * Its backlog after its cursor, a page at a time as its reader takes them, then what waited
-   * meanwhile; from then on each change as it comes. Pruned past its cursor while it read, it
-   * ends: its client's reconnection gets the 410.
-   */
+  /** The backlog a page at a time as its reader takes it, then what waited; ends if pruned past its cursor. */
   async catchUp(changes: Change[], more: boolean, page: (after: number) => Promise<ChangePage>) {
     for (;;) {
       for (const change of changes) this.send(eventBytes(change)(), change.seq);

@@ -1,4 +1,4 @@
-import { RATE_LIMIT_HEADERS, routeError } from "../http/models";
+import { errorResponses, RATE_LIMIT_HEADERS, routeError } from "../http/models";
 
 // What the paths need beyond what @elysiajs/openapi derives; each step copies, as routes share `detail`s.
 
@@ -17,13 +17,21 @@ export type Paths = Record<string, Record<string, Operation>>;
 export const withoutSchemaIds = (schemas: Schemas): Schemas =>
   Object.fromEntries(Object.entries(schemas).map(([name, { $id: _, ...schema }]) => [name, schema]));
 
-const eachOperation = (paths: Paths, change: (operation: Operation) => Operation): Paths =>
+const eachOperation = (paths: Paths, change: (operation: Operation, method: string) => Operation): Paths =>
   Object.fromEntries(
     Object.entries(paths).map(([path, operations]) => [
       path,
-      Object.fromEntries(Object.entries(operations).map(([method, operation]) => [method, change(operation)])),
+      Object.fromEntries(Object.entries(operations).map(([method, operation]) => [method, change(operation, method)])),
     ]),
   );
+
+/** What any authenticated operation may answer: with a body, its faults too; a write, 507. */
+function withSharedErrors(operation: Operation, method: string): Operation {
+  if (!operation.security?.length) return operation;
+  const body = operation.requestBody ? [408, 413, 415] : [];
+  const shared = errorResponses(401, 429, 500, 503, ...body, ...(method === "get" ? [] : [507]));
+  return { ...operation, responses: { ...operation.responses, ...shared } };
+}
 
 /** The generator overwrites a route's parameters and gives a body only application/json; these `x-` keys fix it. */
 function withRouteExtras({ "x-parameters": extra, "x-media-types": types, ...operation }: Operation): Operation {
@@ -91,4 +99,6 @@ function withResponseHeaders(operation: Operation): Operation {
 }
 
 export const documentedPaths = (paths: Paths): Paths =>
-  eachOperation(paths, (operation) => withResponseHeaders(withScope(withPathExamples(withRouteExtras(operation)))));
+  eachOperation(paths, (operation, method) =>
+    withResponseHeaders(withSharedErrors(withScope(withPathExamples(withRouteExtras(operation))), method)),
+  );

@@ -108,11 +108,8 @@ async function parseJsonBody(request: Request, limits: BodyLimits): Promise<unkn
 /** Stands in for the body until authentication has passed: nothing has been read yet. */
 const UNREAD = Symbol("unread body");
 
-/**
- * Route hooks for a JSON object body, read only after auth: `parse` (before the auth `derive`)
- * reads nothing, `transform` reads it. Arrays are refused here: validation sees them normalised
- * into objects. The trailing "json" only names the media type for OpenAPI.
- */
+/** Hooks for a JSON object body, read only after auth: `parse` reads nothing, `transform` reads it. Arrays are refused
+ * here, as validation sees them normalised into objects; the trailing "json" only names the media type for OpenAPI. */
 export function jsonBody(limits: BodyLimits) {
   return {
     parse: [() => UNREAD, "json" as const],

@@ -31,11 +31,7 @@ export interface PageRequest<Cursor> {
   onFault: (error: unknown) => void;
 }
 
-/**
- * The answer to a list request. A page that fits a chunk: one read (at once when the read is), its JSON text, its
- * headers set in the framework's own `headers` (a Response would have them copied in). A longer one: its end found
- * first, so its `Link` goes out with the status, then its items streamed a read per pull; a fault then cuts it off.
- */
+/** A list's answer: one read when it fits a chunk; else its end first (for `Link`), then streamed a read per pull. */
 export function pagedAnswer<C, P extends PageOf<C>>(
   reader: PageReader<C, P>,
   asked: PageRequest<C>,

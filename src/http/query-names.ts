@@ -7,7 +7,7 @@ export const shownName = (name: string, otherwise: string) => (/^[A-Za-z0-9_.-]{
  * Refuses an unknown or repeated query parameter: Elysia keeps the last of a repeated one, so
  * `?limit=5&limit=50` would quietly answer something not asked for. Values are the schema's.
  */
-export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint: string): void {
+export function checkQueryNames(url: string, schema: { properties: object }, hint: string): void {
   const start = url.indexOf("?");
   if (start < 0) return;
   const seen: string[] = [];
@@ -23,7 +23,7 @@ export function checkQueryNames(url: string, allowed: ReadonlySet<string>, hint:
         throw new HttpError(400, "query: a parameter name is not valid percent-encoding");
       }
     }
-    if (!allowed.has(name)) {
+    if (!Object.hasOwn(schema.properties, name)) {
       throw new HttpError(400, `${shownName(name, "a parameter")}: unknown query parameter; ${hint}`);
     }
     if (seen.includes(name)) throw new HttpError(400, `${name}: given more than once; give it once`);

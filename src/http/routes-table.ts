@@ -3,34 +3,12 @@ import type { Scope } from "../core/tokens";
 export interface RouteLike {
   method: string;
   path: string;
-}
-
-/** A route as Elysia lists it: the `scope` option (auth/plugin.ts) is kept as its OpenAPI security. */
-export interface ScopedRoute extends RouteLike {
+  /** The `scope` option (auth/plugin.ts), kept as its OpenAPI security. */
   hooks?: { detail?: { security?: Array<Record<string, string[]>> } };
 }
 
-const scopeTables = new WeakMap<readonly ScopedRoute[], Map<string, Map<string, Scope>>>();
-
-/** The scope a route declared; a route behind the bearer check that declares none is a bug, so it throws. */
-export function scopeOfRoute(routes: readonly ScopedRoute[], method: string, path: string): Scope {
-  let table = scopeTables.get(routes);
-  if (!table) {
-    table = new Map();
-    for (const route of routes) {
-      const scope = route.hooks?.detail?.security?.[0]?.bearerAuth?.[0];
-      if (!scope) continue;
-      const byMethod = table.get(route.path) ?? new Map<string, Scope>();
-      table.set(route.path, byMethod.set(route.method, scope as Scope));
-    }
-    scopeTables.set(routes, table);
-  }
-  const scope = table.get(path)?.get(method === "HEAD" ? "GET" : method);
-  if (!scope) throw new Error(`the route ${method} ${path} declares no scope`);
-  return scope;
-}
-
-const cache = new WeakMap<readonly RouteLike[], Array<{ pattern: RegExp; method: string; path: string }>>();
+type Compiled = { pattern: RegExp; method: string; path: string; scope: string | undefined };
+const cache = new WeakMap<readonly RouteLike[], Compiled[]>();
 
 function compile(routes: readonly RouteLike[]) {
   let compiled = cache.get(routes);
@@ -41,6 +19,7 @@ function compile(routes: readonly RouteLike[]) {
       .map((route) => ({
         method: route.method,
         path: route.path,
+        scope: route.hooks?.detail?.security?.[0]?.bearerAuth?.[0],
         pattern: new RegExp(
           `^${route.path
             .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
@@ -51,6 +30,14 @@ function compile(routes: readonly RouteLike[]) {
     cache.set(routes, compiled);
   }
   return compiled;
+}
+
+/** The scope a route declared; a route behind the bearer check that declares none is a bug, so it throws. */
+export function scopeOfRoute(routes: readonly RouteLike[], method: string, path: string): Scope {
+  const wanted = method === "HEAD" ? "GET" : method;
+  const scope = compile(routes).find((route) => route.path === path && route.method === wanted)?.scope;
+  if (!scope) throw new Error(`the route ${method} ${path} declares no scope`);
+  return scope as Scope;
 }
 
 const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];

@@ -35,11 +35,8 @@ export interface AccessLine {
 const field = (name: string, value: string | number | undefined) =>
   value === undefined ? "" : `,"${name}":${typeof value === "number" ? value : JSON.stringify(value)}`;
 
-/**
- * The access line in pino's shape, built directly: the one line every request writes (decision
- * 0013). The id and the route need no escaping: request-id.ts lets no other characters through
- * than [A-Za-z0-9._:/+=@-], and a route is one of the app's own patterns.
- */
+/** The access line in pino's shape, built directly (decision 0013). Its id needs no escaping (request-id.ts lets
+ * through [A-Za-z0-9._:/+=@-] only), nor its route, one of the app's own patterns. */
 function accessText(level: "info" | "error", line: AccessLine, time: string): string {
   return `{"level":"${level}","time":"${time}","reqId":"${line.reqId}","method":${JSON.stringify(line.method)},"route":"${line.route}","status":${line.status},"ms":${line.ms}${field("userId", line.userId)}${field("client", line.client)}${field("path", line.path)},"msg":"request"}\n`;
 }
@@ -56,12 +53,7 @@ const BATCH_CHARS = 12 * 1024;
 /** What an access line is counted as until it is made into text. */
 const ACCESS_LINE_CHARS = 200;
 
-/**
- * Lines handed to sonic-boom a batch at a time (decision 0013): it measures the bytes of its whole
- * pending string on every write. Access lines wait as fields and become text when their batch
- * goes, one after another: made one per request, between each one's socket work, the same
- * formatting costs several times more. `shown` turns every line into what is written.
- */
+/** Lines go to sonic-boom a batch at a time, access lines made into text only then (decision 0013). */
 function batched(out: LineSink, shown: (line: string) => string = (line) => line) {
   let pending: Array<string | PendingAccess> = [];
   let size = 0;

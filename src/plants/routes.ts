@@ -2,7 +2,7 @@ import type { FaultLog } from "../core/fault";
 import type { Plant } from "../core/plant";
 import { type FaultResponder, HttpError } from "../http/errors";
 import { jsonBody } from "../http/json-body";
-import { errorResponses, linkHeader, modelResponse, routeErrors } from "../http/models";
+import { linkHeader, modelResponse, routeErrors } from "../http/models";
 import { pagedAnswer } from "../http/pager";
 import { checkQueryNames } from "../http/query-names";
 import type { Metrics } from "../ops/metrics";
@@ -13,7 +13,6 @@ import { listPlantsQuery, plantETag } from "./model";
 import { type OnePlantDeps, onePlantRoutes, plantBase } from "./one-plant-routes";
 import { ETAG_HEADER } from "./route-docs";
 
-const LIST_PARAMETERS: ReadonlySet<string> = new Set(["limit", "after", "tag", "fields"]);
 const LIST_PARAMETERS_HINT =
   "this operation takes limit, after, tag and fields. To page, give limit and follow the Link header, or pass after=<the last id you have>";
 
@@ -65,7 +64,6 @@ export function plantRoutes(deps: PlantRoutesDeps) {
               400: "The body breaks a rule of NewPlant (the message names the field): `id` missing or not a signed 64-bit integer, `name` not 1 to 256 characters…; or the Idempotency-Key is not 1 to 255 visible ASCII characters",
             }),
             ...IDEMPOTENCY_DOC.responses,
-            ...errorResponses(401, 408, 413, 415, 429, 500, 503, 507),
           },
         },
       },
@@ -75,7 +73,7 @@ export function plantRoutes(deps: PlantRoutesDeps) {
       // Written so that Elysia compiles it synchronous (no `async`, no `return f(…)` nor `=> f(…)`):
       // a page read at once is then answered at once; a promise carries its own fault answer.
       ({ query, user, request, set }) => {
-        checkQueryNames(request.url, LIST_PARAMETERS, LIST_PARAMETERS_HINT);
+        checkQueryNames(request.url, listPlantsQuery, LIST_PARAMETERS_HINT);
         const list = {
           ownerId: user.id,
           filter: { after: query.after === undefined ? undefined : BigInt(query.after), tag: query.tag },
@@ -108,7 +106,6 @@ export function plantRoutes(deps: PlantRoutesDeps) {
             ...routeErrors({
               400: "A query parameter is out of its range, unknown or given twice (the message names it)",
             }),
-            ...errorResponses(401, 429, 500, 503),
           },
         },
       },

@@ -73,13 +73,8 @@ export function createPostgresChangeStore(
     if ((await oldestWaiting()) !== undefined) await stamp();
   }
 
-  /**
-   * Each writer stamps its own rows; followers woken by a stamp's NOTIFY (the dispatcher, the live feed) that
-   * stamped whatever waited answered the other instances' stamps with their own, in a loop while writes went on.
-   * They stamp only rows left behind (an instance stopped before its stamp): the oldest still waiting
-   * LEFT_BEHIND_MS after they first saw it. Every stamp takes the oldest rows first, so while stamps are
-   * heard nothing is left behind, and they do not look.
-   */
+  /** Stamps only rows a stopped instance left behind (the oldest still waiting LEFT_BEHIND_MS after first seen):
+   * stamping whatever waited answered other instances' stamps with its own, in a loop while writes went on. */
   async function stampLeftBehind(): Promise<void> {
     if (clock() - heard < LEFT_BEHIND_MS) return;
     const pos = await oldestWaiting();

@@ -128,12 +128,8 @@ export const TOKEN_SQL = {
 };
 
 export const IDEMPOTENCY_SQL = {
-  /**
-   * A group holding a keyed create, so the plant and its kept answer commit together. $1: each
-   * create's columns and, keyed, `key`, `hash`, `at`, `expired_at` (ms) and the answers created
-   * (`cs`/`cb`/`ce`: status, body, ETag) and taken (`ts`/`tb`). A record another session wrote
-   * meanwhile fails it with 23505 (write-groups.ts). One row per create, in order. $2: at.
-   */
+  /** Keyed creates and their kept answers in one statement: $1 as rowJson writes it, $2: at. One row per create,
+   * in order; a record another session wrote meanwhile fails it with 23505 (write-groups.ts). */
   insertGroup: `WITH q AS (
       SELECT p.*, e.ordinality AS n, e.value->>'key' AS key, e.value->>'hash' AS hash,
         to_timestamp((e.value->>'at')::float8 / 1000) AS at,

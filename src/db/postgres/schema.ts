@@ -65,11 +65,7 @@ const changeColumns = () => ({
   ...plantColumns(),
 });
 
-/**
- * Unlike SQLite's, a change is written without its `seq`, into this inbox: a sequence value drawn
- * before commit could commit after a larger one. A stamp moves committed changes into
- * plant_changes with their seq, in one serialised step (docs/decisions/0010-change-log-order.md).
- */
+/** Changes wait here without a seq until a stamp numbers them in order (docs/decisions/0010-change-log-order.md). */
 export const plantChangeInbox = pgTable("plant_change_inbox", {
   pos: bigint("pos", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
   ...changeColumns(),

@@ -51,11 +51,7 @@ function keyedResult(row: KeyedRow | undefined): KeyedResult {
   return { kind: "kept", answer: keptAnswer(row), requestHash: row.requestHash };
 }
 
-/**
- * Creates and deletes that arrive together go as one statement; a repeated (owner, id) gets undefined, as in turn,
- * or waits for the next group if keyed or if one of the two is a delete. A group failing on one row's data runs
- * again one by one, so only that one fails.
- */
+/** Creates and deletes arriving together as one statement; a group failing on one row's data goes again row by row. */
 export function createWriteGroups(client: SQL, clock: () => number, options: GroupOptions = {}) {
   async function writeRows(writes: Write[]): Promise<unknown[]> {
     const creates = writes.filter(isCreate);

@@ -28,11 +28,7 @@ const MAX_LOCK_POLL_MS = 50;
 /** Store problems that make writes fail until something changes outside the process. */
 const LASTING: ReadonlySet<StoreFailureKind> = new Set(["full", "io", "corrupt"]);
 
-/**
- * Group commit (decision 0001): writes that arrive together share one transaction and fsync. A
- * failed write is undone alone (a savepoint); one that ends the transaction (disk full, I/O) fails
- * the batch. Another connection's lock is waited for on a timer, never blocking the event loop.
- */
+/** Writes that arrive together share one transaction and fsync (docs/decisions/0001-group-commit.md). */
 export function createGroupCommit(sqlite: Database, options: GroupCommitOptions = {}) {
   const { maxQueued = Number.POSITIVE_INFINITY, lockTimeoutMs = 5_000, onHealthChange } = options;
   sqlite.run("PRAGMA busy_timeout = 0");

@@ -47,11 +47,7 @@ const CHANGE_COLUMNS = PLANT_FIELDS.map(({ column }) => column).join(", ");
 const LOG_CHANGE = `INSERT INTO plant_changes (owner_id, type, at, ${CHANGE_COLUMNS})
   SELECT owner_id, ?3, ?4, ${CHANGE_COLUMNS} FROM plants WHERE owner_id = ?1 AND id = ?2`;
 const SELECT_CHANGE = `SELECT seq, owner_id AS ownerId, type, at, ${SELECT_PLANT} FROM plant_changes`;
-/**
- * Of the oldest `?2` changes, those written before `?1` that every enabled webhook endpoint of
- * their owner has had, never the newest (so its seq is never given again): a batch looks at `?2`
- * rows however large the log, and none when the oldest is young.
- */
+/** Of the oldest ?2 changes, those before ?1 that every enabled endpoint of their owner has had, never the newest. */
 const PRUNABLE = `SELECT seq FROM (SELECT seq, at, owner_id FROM plant_changes ORDER BY seq LIMIT (?2 + 0)) c
   WHERE at < (?1 + 0) AND seq < (SELECT max(seq) FROM plant_changes)
     AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.owner_id = c.owner_id AND w.disabled_at IS NULL AND w.change_cursor < c.seq)`;

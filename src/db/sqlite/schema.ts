@@ -72,11 +72,7 @@ export const plants = sqliteTable(
   ],
 );
 
-/**
- * The change log (docs/api.md#following-changes): one row per create, changing update and delete,
- * written in the plant's own transaction, holding the plant after the change (as it was, for a
- * delete). One writer commits in `seq` order; the newest row is never pruned, so a seq is never reused.
- */
+/** The change log (docs/api.md#following-changes); the newest row is never pruned, so a seq is never reused. */
 export const plantChanges = sqliteTable(
   "plant_changes",
   {

@@ -8,11 +8,8 @@ const CURSOR = "w.id, w.owner_id AS ownerId, w.change_cursor AS cursor, w.events
 /** Endpoints `w` taking attempts now (?1 now, ?2 the circuit's failures, ?3 its rest): enabled, not resting. */
 const TAKING = "w.disabled_at IS NULL AND (w.consecutive_failures < (?2 + 0) OR w.last_failed_at + ?3 <= (?1 + 0))";
 
-/*
- * The pending count's steps along the due index, from a position (webhook_id, next_attempt_at,
- * seq): first within its own (endpoint, due time) group, by seq, then past the group. A row value
- * of all three seeks on the first two only, so a large group was read again at every step.
- */
+// The pending count's steps: within a (webhook_id, next_attempt_at) group by seq, then past it; a row value of all
+// three seeks on the first two only, so a large group was read again at every step (decision 0006).
 const POSITION_SQL = "SELECT webhook_id AS endpoint, next_attempt_at AS at, seq FROM webhook_deliveries";
 const IN_GROUP =
   "WHERE webhook_id = (?1 + 0) AND next_attempt_at = (?2 + 0) AND next_attempt_at IS NOT NULL AND seq > (?3 + 0)";
