@@ -7,11 +7,11 @@ import {
   generateToken,
   hashToken,
   isValidUserName,
-  LAST_USED_GRANULARITY_MS,
   MAX_TOKENS_PER_USER,
   type TokenSpec,
   USER_NAME_RULE,
 } from "../../core/tokens";
+import { tokenUsers } from "../tokens";
 import { createGroups } from "./groups";
 import { TOKEN_SQL } from "./queries";
 
@@ -40,16 +40,7 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
     const byHash = new Map(rows.map((row) => [row.hash, row]));
     for (const waiting of group) waiting.resolve(byHash.get(waiting.item));
   });
-  const recording = new Set<number>();
-
-  function recordUse(tokenId: number, now: number) {
-    if (recording.has(tokenId)) return;
-    recording.add(tokenId);
-    client
-      .unsafe(TOKEN_SQL.touch, [new Date(now).toISOString(), tokenId])
-      .catch(() => {})
-      .finally(() => recording.delete(tokenId));
-  }
+  const userOf = tokenUsers((tokenId, now) => client.unsafe(TOKEN_SQL.touch, [iso(now), tokenId]), clock);
 
   async function issueIn(tx: Runner, userName: string, spec: TokenSpec) {
     if (!isValidUserName(userName)) throw new Error(`user name ${USER_NAME_RULE}`);
@@ -82,13 +73,8 @@ export function createPostgresTokenStore(client: SQL, clock: Clock = Date.now): 
     async authenticate(token) {
       const found = await lookups.add(hashToken(token));
       if (!found) return undefined;
-      const now = clock();
-      const expiresAt = found.expiresAt?.getTime() ?? null;
-      const expired = expiresAt !== null && now >= expiresAt;
-      if (!expired && (found.lastUsedAt === null || now - found.lastUsedAt.getTime() >= LAST_USED_GRANULARITY_MS)) {
-        recordUse(found.tokenId, now);
-      }
-      return { id: found.userId, tokenId: found.tokenId, scopes: found.scopes, expiresAt, expired };
+      const { expiresAt, lastUsedAt } = found;
+      return userOf({ ...found, expiresAt: expiresAt?.getTime() ?? null, lastUsedAt: lastUsedAt?.getTime() ?? null });
     },
 
     // A read first, so only the first start takes the lock; under it, one instance issues the first token.

@@ -8,11 +8,11 @@ import {
   hashToken,
   type IssuedToken,
   isValidUserName,
-  LAST_USED_GRANULARITY_MS,
   MAX_TOKENS_PER_USER,
   type TokenSpec,
   USER_NAME_RULE,
 } from "../../core/tokens";
+import { tokenUsers } from "../tokens";
 import { TOKEN_SQL } from "./queries";
 import type { Writer } from "./writer";
 
@@ -22,7 +22,6 @@ type Row = Omit<TokenListing, "createdAt" | "expiresAt" | "lastUsedAt" | "revoke
   Record<"expiresAt" | "lastUsedAt" | "revokedAt", Millis> & { createdAt: number };
 const dateOf = (millis: Millis) => (millis === null ? null : new Date(millis));
 
-/** A token's last use is recorded beside the request: a read must not fail on a full disk or a held lock. */
 export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: Clock = Date.now): TokenStore {
   const findActive = sqlite.prepare<unknown, [string]>(TOKEN_SQL.findActive);
   const revokedAt = sqlite.prepare<unknown, [number, number | null]>(TOKEN_SQL.revokedAt);
@@ -30,17 +29,10 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
   const anyToken = sqlite.prepare<unknown, []>(TOKEN_SQL.anyToken);
   const valid = sqlite.prepare<{ id: number }, [string, number]>(TOKEN_SQL.valid);
 
-  /** One write per token at a time, however many requests come meanwhile. */
-  const recording = new Set<number>();
-
-  function recordUse(tokenId: number, now: number) {
-    if (recording.has(tokenId)) return;
-    recording.add(tokenId);
-    writes
-      .run({ sql: TOKEN_SQL.touch, mode: "run", params: [now, tokenId] }, { bookkeeping: true })
-      .catch(() => {})
-      .finally(() => recording.delete(tokenId));
-  }
+  const userOf = tokenUsers(
+    (tokenId, now) => writes.run({ sql: TOKEN_SQL.touch, mode: "run", params: [now, tokenId] }, { bookkeeping: true }),
+    clock,
+  );
 
   /** Both writes go in the same group: the token's finds the user just created. */
   async function issue(userName: string, spec: TokenSpec, first = false): Promise<IssuedToken | undefined> {
@@ -90,10 +82,7 @@ export function createSqliteTokenStore(sqlite: Database, writes: Writer, clock: 
       const row = findActive.values(hashToken(token))[0] as [number, number, Millis, number, Millis] | undefined;
       if (!row) return undefined;
       const [tokenId, userId, lastUsedAt, scopes, expiresAt] = row;
-      const now = clock();
-      const expired = expiresAt !== null && now >= expiresAt;
-      if (!expired && (lastUsedAt === null || now - lastUsedAt >= LAST_USED_GRANULARITY_MS)) recordUse(tokenId, now);
-      return { id: userId, tokenId, scopes, expiresAt, expired };
+      return userOf({ tokenId, userId, scopes, expiresAt, lastUsedAt });
     },
 
     // Read first: every start but the very first writes nothing.
