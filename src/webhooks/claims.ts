@@ -26,8 +26,9 @@ export function claimPlanner({ perEndpoint, circuit, attemptsPerSecond }: Fairne
       if (count > 0) return { count, leaseMs: LEASE_MS, perEndpoint, circuit };
       return { waitMs: Math.max(1, Math.ceil(((1 - tokens) * 1000) / attemptsPerSecond)) };
     },
+    /** `count` claimed; a negative count gives back what was let go of unattempted. */
     claimed(count: number) {
-      tokens -= count;
+      tokens = Math.min(attemptsPerSecond, tokens - count);
     },
   };
 }

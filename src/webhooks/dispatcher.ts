@@ -138,10 +138,14 @@ export function createDispatcher({
     }
   }
 
-  /** Lets go of an endpoint's waiting deliveries, due again at once (a failed release leaves them to their lease). */
+  /** Lets go of an endpoint's waiting deliveries, due again at once and their budget given back (charged again when
+   * claimed again); a failed release leaves them to their lease. */
   function letGo(endpoint: number) {
     lettingGo.add(endpoint);
-    const release = (seqs: number[]) => store.release(seqs).catch((error) => noteFailure("releasing claims", error));
+    const release = (seqs: number[]) => {
+      claims.claimed(-seqs.length);
+      return store.release(seqs).catch((error) => noteFailure("releasing claims", error));
+    };
     waiting.letGo(endpoint, release, wake);
   }
 

@@ -552,6 +552,33 @@ describe(`fair delivery (${ENGINE})`, () => {
     now += 1_000;
     await until(async () => hook.received.length, { holds: (n) => n === 12 });
   });
+
+  test("deliveries let go of are not charged to the budget again: it counts attempts made", async () => {
+    // The first attempt fails, so the three claimed behind it are let go of and claimed again.
+    const hook = receiver((_request, nth) => new Response("x", { status: nth === 1 ? 500 : 200 }));
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    await register(t, alice, hook.url());
+    for (let i = 1; i <= 4; i++) await t.createPlant(String(i), `p${i}`, alice);
+    const now = Date.now();
+    const dispatcher = createDispatcher({
+      store: t.stores.webhooks,
+      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
+      retryDelaysMs: [60_000],
+      allowPrivate: true,
+      log: () => {},
+      metrics: t.ops.metrics,
+      pollMs: 20,
+      clock: () => now,
+      fairness: { attemptsPerSecond: 4, perEndpoint: 1 },
+    });
+    running.push(dispatcher);
+    dispatcher.start();
+    // The clock stands still: four attempts fit the budget only if the three let go of were given back.
+    await until(async () => hook.received.length, { holds: (n) => n === 4 });
+    const ids = hook.received.map((r) => (parseJsonExact(r.body) as { id: number }).id);
+    expect(ids).toEqual([1, 2, 3, 4]);
+  });
 });
 
 describe.if(onPostgres)("a release held up (postgres)", () => {
