@@ -99,7 +99,8 @@ function authenticateRequest(
   });
 }
 
-/** A derive, so a 401 reads no body (jsonBody); synchronous where stores answer at once (Elysia reads the source). */
+/** A derive, so a 401 reads no body (jsonBody); synchronous where stores answer at once (Elysia reads the source).
+ * Each hook names the context fields it reads, so Elysia prepares only those. */
 export function bearerAuth({ tokens, limits, notes }: Pick<AuthDeps, "tokens" | "limits" | "notes">) {
   // Each route names its scope with the route: `{ scope: "plants:read" }`, kept in its OpenAPI security.
   const auth = new Elysia().macro({
