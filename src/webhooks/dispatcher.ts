@@ -138,8 +138,7 @@ export function createDispatcher({
     }
   }
 
-  /** Lets go of an endpoint's waiting deliveries, due again at once and their budget given back (charged again when
-   * claimed again); a failed release leaves them to their lease. */
+  /** Lets go of an endpoint's waiting deliveries: due again now, budget given back (a failed release: their lease). */
   function letGo(endpoint: number) {
     lettingGo.add(endpoint);
     const release = (seqs: number[]) => {
