@@ -67,17 +67,22 @@ export interface AttemptRecord {
 /**
  * At most `count` due deliveries leased for `leaseMs`, owners in turn: `perEndpoint` per endpoint with
  * this instance's attempts in flight (`busy`) counted, none from a resting endpoint (webhooks/rules.ts).
+ * An endpoint's first attempts only as a run from its oldest unattempted delivery (past `held`): none while
+ * that one is leased, so every instance makes them in seq order, after a crash too.
  */
 export interface ClaimRequest {
   count: number;
   leaseMs: number;
   perEndpoint: number;
   busy: ReadonlyMap<number, number>;
+  /** Per endpoint, the last seq of this instance's run of first attempts: the run goes on after it. */
+  held?: ReadonlyMap<number, number>;
   circuit: { failures: number; restMs: number };
 }
 
-/** `busy` as the claim statements take it: {"<endpoint id>": attempts in flight}. */
-export const busyJson = (busy: ReadonlyMap<number, number>): string => JSON.stringify(Object.fromEntries(busy));
+/** `busy` or `held` as the claim statements take them: {"<endpoint id>": number}. */
+export const busyJson = (busy: ReadonlyMap<number, number> = new Map()): string =>
+  JSON.stringify(Object.fromEntries(busy));
 
 /** An endpoint's `events` column: a JSON array, or null for the interface's plant.created. */
 export const eventsOf = (events: string | null) => (events === null ? undefined : (JSON.parse(events) as ChangeType[]));

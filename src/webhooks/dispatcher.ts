@@ -113,7 +113,7 @@ export function createDispatcher({
         // An endpoint may have CLAIMED_AHEAD times its slots claimed: the next starts as one frees up.
         const perEndpoint = request.perEndpoint * CLAIMED_AHEAD;
         lettingGo.clear();
-        const batch = await store.claimDue({ ...request, perEndpoint, busy: waiting.busy(perEndpoint) });
+        const batch = await store.claimDue({ ...request, perEndpoint, ...waiting.holding(perEndpoint) });
         failing = false;
         claims.claimed(batch.length);
         // Oldest first, so an endpoint's first attempts go in seq order.

@@ -7,7 +7,8 @@ import { LEASE_MS, RELEASE_WAIT_MS } from "./rules";
  */
 export function waitingDeliveries(perEndpoint: number, now: () => number = () => performance.now()) {
   const waiting = new Map<number, Array<{ delivery: ClaimedDelivery; claimedAt: number }>>();
-  const running = new Map<number, number>();
+  /** Per endpoint, the attempts under way: seq → the delivery's attempts before this one. */
+  const running = new Map<number, Map<number, number>>();
   /** Releases under way, by endpoint: until one commits, nothing of its endpoint is claimed (newer would come first). */
   const releasing = new Map<number, Promise<void>>();
   let count = 0;
@@ -40,7 +41,7 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
      */
     start(room: () => boolean, launch: (delivery: ClaimedDelivery) => void, letGo: (endpoint: number) => void) {
       for (const [endpoint, list] of waiting) {
-        while (list.length > 0 && room() && (running.get(endpoint) ?? 0) < perEndpoint) {
+        while (list.length > 0 && room() && (running.get(endpoint)?.size ?? 0) < perEndpoint) {
           const { delivery, claimedAt } = list[0] as { delivery: ClaimedDelivery; claimedAt: number };
           if (now() - claimedAt > LEASE_MS / 2) {
             letGo(endpoint);
@@ -48,7 +49,7 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
           }
           list.shift();
           count--;
-          running.set(endpoint, (running.get(endpoint) ?? 0) + 1);
+          running.set(endpoint, (running.get(endpoint) ?? new Map()).set(delivery.seq, delivery.attempts));
           launch(delivery);
         }
         if (list.length === 0) waiting.delete(endpoint);
@@ -73,17 +74,26 @@ export function waitingDeliveries(perEndpoint: number, now: () => number = () =>
     /** The releases under way, for at most RELEASE_WAIT_MS. */
     releases: () =>
       Promise.race([Promise.all(releasing.values()), new Promise((done) => setTimeout(done, RELEASE_WAIT_MS).unref())]),
-    /** Per endpoint, its deliveries claimed and not settled (the claim's `busy`); `full` while a release is under way. */
-    busy(full: number) {
-      const busy = new Map(running);
-      for (const [endpoint, list] of waiting) busy.set(endpoint, (busy.get(endpoint) ?? 0) + list.length);
+    /**
+     * The claim's `busy` (per endpoint, its deliveries claimed and not settled; `full` while a release is under way)
+     * and `held` (per endpoint, the last seq of the run of first attempts it holds).
+     */
+    holding(full: number) {
+      const busy = new Map<number, number>();
+      const held = new Map<number, number>();
+      const hold = (endpoint: number, seq: number, attempts: number) => {
+        busy.set(endpoint, (busy.get(endpoint) ?? 0) + 1);
+        if (attempts === 0) held.set(endpoint, Math.max(seq, held.get(endpoint) ?? 0));
+      };
+      for (const [endpoint, seqs] of running) for (const [seq, attempts] of seqs) hold(endpoint, seq, attempts);
+      for (const list of waiting.values()) for (const { delivery: d } of list) hold(d.webhookId, d.seq, d.attempts);
       for (const endpoint of releasing.keys()) busy.set(endpoint, full);
-      return busy;
+      return { busy, held };
     },
     ended(delivery: ClaimedDelivery) {
-      const left = (running.get(delivery.webhookId) ?? 1) - 1;
-      if (left > 0) running.set(delivery.webhookId, left);
-      else running.delete(delivery.webhookId);
+      const seqs = running.get(delivery.webhookId);
+      seqs?.delete(delivery.seq);
+      if (seqs?.size === 0) running.delete(delivery.webhookId);
     },
   };
   return waitingList;

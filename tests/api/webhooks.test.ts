@@ -10,7 +10,14 @@ import { createFanOut } from "../../src/webhooks/fan-out";
 import { CLAIMED_AHEAD, PER_ENDPOINT } from "../../src/webhooks/rules";
 import { ENGINE, expectError, makeTestApp, onPostgres, type TestApp } from "../support/helpers";
 import { until } from "../support/until";
-import { never, type Received, type Receiver, startDispatcher, startReceiver } from "../support/webhook-receiver";
+import {
+  claimer,
+  never,
+  type Received,
+  type Receiver,
+  startDispatcher,
+  startReceiver,
+} from "../support/webhook-receiver";
 
 const MAX = "9223372036854775807";
 const MIN = "-9223372036854775808";
@@ -60,6 +67,17 @@ async function deliveries(t: TestApp, token: string, id: number, query = ""): Pr
 }
 
 /** Polls the log until every delivery has left `pending` (or 10 s pass). */
+/** The plant ids of the requests' first attempts (a delivery's first request), in the order they came. */
+function firstAttempts(requests: Received[]): number[] {
+  const seen = new Set<string>();
+  return requests.flatMap((request) => {
+    const id = request.headers["webhook-id"] as string;
+    if (seen.has(id)) return [];
+    seen.add(id);
+    return [Number((parseJsonExact(request.body) as { id: number }).id)];
+  });
+}
+
 const settled = (t: TestApp, token: string, id: number, count: number) =>
   until(() => deliveries(t, token, id), {
     holds: (list) => list.length === count && list.every((d) => d.status !== "pending"),
@@ -367,8 +385,9 @@ describe(`fair delivery (${ENGINE})`, () => {
     // a2 has an attempt in flight already; `busy` is what the dispatcher has in flight.
     const busy = new Map([[a2, 1]]);
     await createFanOut(t.stores.webhooks, t.stores.changes).due(5);
+    const claimAs = claimer(t.stores.webhooks);
     const claim = (count: number) =>
-      t.stores.webhooks.claimDue({
+      claimAs({
         count,
         leaseMs: 60_000,
         perEndpoint: 2,
@@ -424,8 +443,9 @@ describe(`fair delivery (${ENGINE})`, () => {
     const fanOut = createFanOut(t.stores.webhooks, t.stores.changes);
     const store = t.stores.webhooks;
     const circuit = { failures: 5, restMs: 30_000 };
+    let claimAs = claimer(store);
     const claim = async (count: number) =>
-      (await store.claimDue({ count, leaseMs: 20_000, perEndpoint: 64, busy: new Map(), circuit }))
+      (await claimAs({ count, leaseMs: 20_000, perEndpoint: 64, busy: new Map(), circuit }))
         .map((d) => d.seq)
         .sort((a, b) => a - b);
     const fail = (deliverySeq: number, retryInMs: number) =>
@@ -452,6 +472,8 @@ describe(`fair delivery (${ENGINE})`, () => {
     // 2 fails too, its retry due before 1's; then what the claim took is let go of after 3-5.
     await fail(s2, 900);
     await store.release(newer);
+    // Everything it held is let go of: a dispatcher holds nothing of this endpoint now.
+    claimAs = claimer(store);
     now = t0 + 3_500;
     const order: number[] = [];
     for (let i = 0; i < 8; i++) order.push(...(await claim(1)));
@@ -472,14 +494,43 @@ describe(`fair delivery (${ENGINE})`, () => {
     await until(async () => (await deliveries(t, alice, endpoint.id)).length, { holds: (n) => n === count });
     madeAll();
     await settled(t, alice, endpoint.id, count);
-    const firsts: number[] = [];
-    const seen = new Set<string>();
-    for (const request of hook.at("/a")) {
-      const id = request.headers["webhook-id"] as string;
-      if (!seen.has(id)) firsts.push(Number((parseJsonExact(request.body) as { id: number }).id));
-      seen.add(id);
-    }
-    expect(firsts).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    expect(firstAttempts(hook.at("/a"))).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+  });
+
+  test("two instances make an endpoint's first attempts in seq order: neither claims past the other's run", async () => {
+    const hook = receiver(() => Bun.sleep(10).then(() => new Response("ok")));
+    const t = await appWithDispatcher({ fairness: { perEndpoint: 1 } });
+    const other = startDispatcher(t.stores, { fairness: { perEndpoint: 1 }, ops: t.ops });
+    running.push(other, { stop: await t.stores.changes.watch(other.wake) });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url("/a"));
+    const count = 3 * CLAIMED_AHEAD;
+    for (let i = 1; i <= count; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await settled(t, alice, endpoint.id, count);
+    expect(firstAttempts(hook.at("/a"))).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+  });
+
+  test("deliveries an instance died holding go out once their lease ends, before the endpoint's newer ones", async () => {
+    const hook = receiver();
+    const t = await makeTestApp({ webhookAllowPrivate: true });
+    const alice = await t.tokenFor("alice");
+    const endpoint = await register(t, alice, hook.url("/a"));
+    for (let i = 1; i <= 3; i++) await t.createPlant(String(i), `p${i}`, alice);
+    await createFanOut(t.stores.webhooks, t.stores.changes).due(5);
+    const circuit = { failures: 5, restMs: 30_000 };
+    const dead = await t.stores.webhooks.claimDue({
+      count: 10,
+      leaseMs: 300,
+      perEndpoint: 16,
+      busy: new Map(),
+      circuit,
+    });
+    expect(dead).toHaveLength(3);
+    for (let i = 4; i <= 6; i++) await t.createPlant(String(i), `p${i}`, alice);
+    const dispatcher = startDispatcher(t.stores, { ops: t.ops });
+    running.push(dispatcher, { stop: await t.stores.changes.watch(dispatcher.wake) });
+    await settled(t, alice, endpoint.id, 6);
+    expect(firstAttempts(hook.at("/a"))).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   test("an endpoint whose attempts keep failing rests: one probe per rest, other endpoints unaffected; a 2xx ends it", async () => {

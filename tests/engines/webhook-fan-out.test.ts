@@ -21,6 +21,7 @@ import { bodyFor, createFanOut, type FanOut } from "../../src/webhooks/fan-out";
 import { ENGINE, freshStores, makeTestApp, onPostgres, openedStores, postgresTarget } from "../support/helpers";
 import { SLOW_TEST_TIMEOUT_MS } from "../support/timeouts";
 import { userWithToken } from "../support/users";
+import { claimer } from "../support/webhook-receiver";
 
 setDefaultTimeout(SLOW_TEST_TIMEOUT_MS);
 
@@ -55,9 +56,13 @@ function sqlOn(sqlite: { run(sql: string): unknown; query(sql: string): { get():
   };
 }
 
-/** Claims every due delivery: by endpoint, in the order claimed (oldest first). */
+const claimers = new WeakMap<Stores, ReturnType<typeof claimer>>();
+
+/** Claims every due delivery, as one dispatcher: by endpoint, in the order claimed (oldest first). */
 async function claimAll(stores: Stores, circuit = NO_CIRCUIT): Promise<Map<number, ClaimedDelivery[]>> {
-  const claimed = await stores.webhooks.claimDue({
+  const claim = claimers.get(stores) ?? claimer(stores.webhooks);
+  claimers.set(stores, claim);
+  const claimed = await claim({
     count: 100_000,
     leaseMs: HOUR,
     perEndpoint: 100_000,
@@ -362,8 +367,9 @@ describe(`when changes become deliveries (${ENGINE})`, () => {
     await f.run(`UPDATE webhook_deliveries SET next_attempt_at = ${later} WHERE seq = ${oldest}`);
     await f.run(`UPDATE webhook_deliveries SET next_attempt_at = ${instant} WHERE seq = ${oldest}`);
     const ids: number[] = [];
+    const claim = claimer(f.stores.webhooks);
     for (let turn = 0; turn < 3; turn++) {
-      const [claimed] = await f.stores.webhooks.claimDue({
+      const [claimed] = await claim({
         count: 1,
         leaseMs: HOUR,
         perEndpoint: 1,

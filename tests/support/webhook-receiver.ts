@@ -1,6 +1,6 @@
 import type { Server } from "bun";
 import { type AppOps, createOps } from "../../src/app";
-import type { Stores } from "../../src/core/stores";
+import type { ClaimedDelivery, ClaimRequest, Stores, WebhookStore } from "../../src/core/stores";
 import type { Fairness } from "../../src/webhooks/claims";
 import { createDispatcher, type Dispatcher } from "../../src/webhooks/dispatcher";
 import { createFanOut } from "../../src/webhooks/fan-out";
@@ -102,4 +102,17 @@ export function startDispatcher(
   });
   dispatcher.start();
   return dispatcher;
+}
+
+/**
+ * A claimer as one dispatcher claims (ClaimRequest's `held`): it goes on past the first attempts it
+ * has claimed, which an endpoint's next claim would otherwise wait for.
+ */
+export function claimer(store: Pick<WebhookStore, "claimDue">) {
+  const held = new Map<number, number>();
+  return async (request: Omit<ClaimRequest, "held">): Promise<ClaimedDelivery[]> => {
+    const batch = await store.claimDue({ ...request, held });
+    for (const d of batch) if (d.attempts === 0) held.set(d.webhookId, Math.max(d.seq, held.get(d.webhookId) ?? 0));
+    return batch;
+  };
 }

@@ -34,7 +34,7 @@ test("past half its lease, an endpoint's waiting deliveries are let go of togeth
   waiting.ended(delivery(7, 1));
   waiting.start(() => true, launch, release);
   expect({ started, letGo, waiting: waiting.count() }).toEqual({ started: [1, 4], letGo: [[2, 3]], waiting: 0 });
-  expect(waiting.busy(64)).toEqual(new Map([[8, 1]]));
+  expect(waiting.holding(64)).toEqual({ busy: new Map([[8, 1]]), held: new Map([[8, 4]]) });
 });
 
 test("stale() names an endpoint whose oldest is past half its lease; one past 3/4 of it is dropped, never let go of", () => {

@@ -22,7 +22,7 @@ export const WEBHOOK_SQL = {
     ), written AS (
       INSERT INTO webhook_deliveries (id, webhook_id, type, payload, created_at, next_attempt_at)
       SELECT d.value ->> 'id', moved.id, d.value ->> 'type', d.value ->> 'payload',
-        to_timestamp((d.value ->> 'at')::float8 / 1000), clock_timestamp()
+        to_timestamp((d.value ->> 'at')::float8 / 1000), now()
       FROM moved, json_array_elements($4::text::json) WITH ORDINALITY AS d
       ORDER BY d.ordinality
     )
@@ -45,40 +45,65 @@ export const WEBHOOK_SQL = {
       SELECT ${DELIVERY} FROM webhook_deliveries
       WHERE webhook_id = (SELECT id FROM endpoint) AND seq > start.seq ORDER BY seq LIMIT $4
     ) d ON true`,
-  /** (circuit failures, rest ms, lease ms, count, per endpoint, busy JSON): as on SQLite; skips rows being claimed. */
+  /**
+   * (circuit failures, rest ms, lease ms, count, per endpoint, busy JSON, held JSON): as on SQLite. Rows being
+   * claimed are skipped: a run goes only as far as its head's rows could be locked, still unattempted and due.
+   */
   claim: `WITH busy AS (SELECT key::int AS webhook_id, value::int AS n FROM json_each_text($6::text::json)),
+    held AS (SELECT key::int AS webhook_id, value::int8 AS seq FROM json_each_text($7::text::json)),
     endpoints AS (
       SELECT * FROM (
-        SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= $1 THEN 1 ELSE $5 END - coalesce(busy.n, 0) AS room
-        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id
+        SELECT w.id, w.owner_id, coalesce(held.seq, 0) AS held,
+          CASE WHEN w.consecutive_failures >= $1 THEN 1 ELSE $5 END - coalesce(busy.n, 0) AS room
+        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id LEFT JOIN held ON held.webhook_id = w.id
         WHERE w.disabled_at IS NULL
           AND (w.consecutive_failures < $1 OR w.last_failed_at + $2::float8 * interval '1 millisecond' <= now())
       ) taking WHERE room > 0
     ),
-    due AS (
-      SELECT d.seq, d.next_attempt_at, e.owner_id,
-        row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
+    retries AS (
+      SELECT e.id AS endpoint, e.owner_id, e.room, d.seq, d.next_attempt_at, false AS first
       FROM endpoints e CROSS JOIN LATERAL (
-        SELECT seq, next_attempt_at FROM webhook_deliveries
+        SELECT seq, next_attempt_at, attempts FROM webhook_deliveries
         WHERE webhook_id = e.id AND next_attempt_at <= now()
         ORDER BY next_attempt_at, seq LIMIT e.room FOR UPDATE SKIP LOCKED
-      ) d
+      ) d WHERE d.attempts > 0
+    ),
+    head AS (
+      SELECT e.id AS endpoint, e.owner_id, e.room, h.seq, h.next_attempt_at,
+        bool_or(h.next_attempt_at > now()) OVER (PARTITION BY e.id ORDER BY h.seq) AS blocked
+      FROM endpoints e CROSS JOIN LATERAL (
+        SELECT seq, next_attempt_at FROM webhook_deliveries
+        WHERE webhook_id = e.id AND attempts = 0 AND next_attempt_at IS NOT NULL AND seq > e.held
+        ORDER BY seq LIMIT e.room
+      ) h
+    ),
+    locked AS (
+      SELECT seq FROM webhook_deliveries
+      WHERE seq IN (SELECT seq FROM head WHERE NOT blocked) AND attempts = 0 AND next_attempt_at <= now()
+      FOR UPDATE SKIP LOCKED
+    ),
+    run AS (
+      SELECT endpoint, owner_id, room, seq, next_attempt_at, true AS first FROM (
+        SELECT h.*, bool_and(l.seq IS NOT NULL) OVER (PARTITION BY h.endpoint ORDER BY h.seq) AS ours
+        FROM head h LEFT JOIN locked l USING (seq) WHERE NOT h.blocked
+      ) taken WHERE ours
+    ),
+    due AS (
+      SELECT seq, next_attempt_at, owner_id, room, row_number() OVER (
+        PARTITION BY endpoint ORDER BY first, CASE WHEN NOT first THEN next_attempt_at END, seq
+      ) AS turn
+      FROM (SELECT * FROM retries UNION ALL SELECT * FROM run) candidates
     ),
     fair AS (
       SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
-      FROM due
+      FROM due WHERE turn <= room
     )
     UPDATE webhook_deliveries d SET next_attempt_at = now() + $3::float8 * interval '1 millisecond'
     FROM webhooks w
     WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
     RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
-  /** Their endpoints' rows, locked as a fan-out locks them (clock_timestamp(): its deliveries are due after these). */
-  lockEndpointsOf: `SELECT id FROM webhooks WHERE id IN (
-      SELECT webhook_id FROM webhook_deliveries WHERE seq = ANY(string_to_array($1::text, ',')::int8[])
-    ) ORDER BY id FOR NO KEY UPDATE`,
-  /** ($1: comma list of delivery seqs): as on SQLite, after lockEndpointsOf. */
-  release: `UPDATE webhook_deliveries d SET next_attempt_at = LEAST(now(), (SELECT min(o.next_attempt_at)
-      FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.next_attempt_at IS NOT NULL AND o.attempts = 0))
+  /** ($1: comma list of delivery seqs): due again now; first attempts go by seq whatever their due time (claim). */
+  release: `UPDATE webhook_deliveries SET next_attempt_at = now()
     WHERE seq = ANY(string_to_array($1::text, ',')::int8[]) AND status = 'pending'`,
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE seq = $1)

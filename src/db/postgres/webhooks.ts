@@ -47,20 +47,15 @@ export function createPostgresWebhookStore(
     fanOut: async (endpointId, from, to, deliveries) =>
       (await countOf(client, WEBHOOK_SQL.fanOut, [endpointId, from, to, JSON.stringify(deliveries)])) > 0,
 
-    async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
-      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, busyJson(busy)];
+    async claimDue({ count, leaseMs, perEndpoint, busy, held, circuit }) {
+      const params = [circuit.failures, circuit.restMs, leaseMs, count, perEndpoint, ...[busy, held].map(busyJson)];
       const rows = (await client.unsafe(WEBHOOK_SQL.claim, params)) as Array<ClaimedDelivery & { seq: string }>;
       // int8 as decimal text, far below 2^53.
       return rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     },
 
-    // A fan-out under way commits first, so what is let go of is placed before its deliveries.
     async release(deliverySeqs) {
-      const seqs = deliverySeqs.join(",");
-      await client.begin(async (tx) => {
-        await tx.unsafe(WEBHOOK_SQL.lockEndpointsOf, [seqs]);
-        await tx.unsafe(WEBHOOK_SQL.release, [seqs]);
-      });
+      await client.unsafe(WEBHOOK_SQL.release, [deliverySeqs.join(",")]);
     },
 
     async recordAttempt(a) {

@@ -132,6 +132,10 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_endpoint_due_idx")
       .on(table.webhookId, table.nextAttemptAt)
       .where(sql`${table.nextAttemptAt} IS NOT NULL`),
+    // Each endpoint's first attempts go as a run from its oldest unattempted delivery (the claim's head).
+    index("webhook_deliveries_first_attempt_idx")
+      .on(table.webhookId, table.seq)
+      .where(sql`${table.attempts} = 0 AND ${table.nextAttemptAt} IS NOT NULL`),
     // Delivered and failed ones, oldest first: retention removes them in batches (src/core/pruner.ts).
     index("webhook_deliveries_finished_idx").on(table.createdAt).where(sql`${table.nextAttemptAt} IS NULL`),
   ],

@@ -47,23 +47,41 @@ export const WEBHOOK_SQL = {
   anyDue: `SELECT 1 AS due FROM webhooks w WHERE ${TAKING}
     AND EXISTS (SELECT 1 FROM webhook_deliveries WHERE webhook_id = w.id AND next_attempt_at <= (?1 + 0)) LIMIT 1`,
   /**
-   * (now, circuit failures, rest ms, lease end, count, per endpoint, busy JSON): each endpoint's
-   * oldest due deliveries up to its room, then owner by owner in turn (core/webhooks.ts, ClaimRequest).
+   * (now, circuit failures, rest ms, lease end, count, per endpoint, busy JSON, held JSON): each endpoint's oldest
+   * due retries and the due start of its run of first attempts (its oldest unattempted after `held`, in seq order)
+   * up to its room, then owner by owner in turn (core/webhooks.ts, ClaimRequest).
    */
   claim: `WITH busy AS (SELECT CAST(key AS INTEGER) AS webhook_id, value AS n FROM json_each(?7)),
+    held AS (SELECT CAST(key AS INTEGER) AS webhook_id, value AS seq FROM json_each(?8)),
     endpoints AS (
       SELECT * FROM (
-        SELECT w.id, w.owner_id, CASE WHEN w.consecutive_failures >= ?2 THEN 1 ELSE ?6 END - coalesce(busy.n, 0) AS room
-        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id WHERE ${TAKING}
+        SELECT w.id, w.owner_id, coalesce(held.seq, 0) AS held,
+          CASE WHEN w.consecutive_failures >= ?2 THEN 1 ELSE ?6 END - coalesce(busy.n, 0) AS room
+        FROM webhooks w LEFT JOIN busy ON busy.webhook_id = w.id LEFT JOIN held ON held.webhook_id = w.id WHERE ${TAKING}
       ) WHERE room > 0
     ),
-    due AS (
-      SELECT d.seq, d.next_attempt_at, e.owner_id, e.room,
-        row_number() OVER (PARTITION BY e.id ORDER BY d.next_attempt_at, d.seq) AS turn
+    retries AS (
+      SELECT e.id AS endpoint, e.owner_id, e.room, d.seq, d.next_attempt_at, 0 AS first
       FROM endpoints e JOIN webhook_deliveries d ON d.seq IN (
         SELECT seq FROM webhook_deliveries WHERE webhook_id = e.id AND next_attempt_at <= (?1 + 0)
         ORDER BY next_attempt_at, seq LIMIT (?6 + 0)
+      ) WHERE d.attempts > 0
+    ),
+    head AS (
+      SELECT e.id AS endpoint, e.owner_id, e.room, d.seq, d.next_attempt_at, max(d.next_attempt_at > (?1 + 0)) OVER (
+        PARTITION BY e.id ORDER BY d.seq ROWS UNBOUNDED PRECEDING
+      ) AS blocked
+      FROM endpoints e JOIN webhook_deliveries d ON d.seq IN (
+        SELECT seq FROM webhook_deliveries WHERE webhook_id = e.id AND attempts = 0 AND next_attempt_at IS NOT NULL
+          AND seq > e.held ORDER BY seq LIMIT (?6 + 0)
       )
+    ),
+    run AS (SELECT endpoint, owner_id, room, seq, next_attempt_at, 1 AS first FROM head WHERE NOT blocked),
+    due AS (
+      SELECT seq, next_attempt_at, owner_id, room, row_number() OVER (
+        PARTITION BY endpoint ORDER BY first, CASE WHEN first = 0 THEN next_attempt_at END, seq
+      ) AS turn
+      FROM (SELECT * FROM retries UNION ALL SELECT * FROM run)
     ),
     fair AS (
       SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
@@ -73,10 +91,8 @@ export const WEBHOOK_SQL = {
     WHERE seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT (?5 + 0))
     RETURNING seq, id, webhook_id AS webhookId, payload, attempts`,
   endpointSecret: "SELECT url, secret FROM webhooks WHERE id = ?1",
-  /** (now, JSON array of delivery seqs): due at once, before the endpoint's others, so first attempts keep seq order. */
-  release: `UPDATE webhook_deliveries SET next_attempt_at = min(?1, coalesce((SELECT min(o.next_attempt_at)
-      FROM webhook_deliveries o WHERE o.webhook_id = webhook_deliveries.webhook_id AND o.next_attempt_at IS NOT NULL
-        AND o.attempts = 0), ?1))
+  /** (now, JSON array of delivery seqs): due again now; first attempts go by seq whatever their due time (claim). */
+  release: `UPDATE webhook_deliveries SET next_attempt_at = ?1
     WHERE seq IN (SELECT value FROM json_each(?2)) AND status = 'pending'`,
   /** A delivery gone with its endpoint records nothing, and a second record of one attempt is ignored. */
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)

@@ -79,10 +79,18 @@ export function createSqliteWebhookStore(sqlite: Database, writes: Writer, clock
       return Boolean(await writes.run({ steps, answer: 0 }, { bookkeeping: true }));
     },
 
-    async claimDue({ count, leaseMs, perEndpoint, busy, circuit }) {
+    async claimDue({ count, leaseMs, perEndpoint, busy, held, circuit }) {
       const now = clock();
       if (!anyDue.get(now, circuit.failures, circuit.restMs)) return [];
-      const params = [now, circuit.failures, circuit.restMs, now + leaseMs, count, perEndpoint, busyJson(busy)];
+      const params = [
+        now,
+        circuit.failures,
+        circuit.restMs,
+        now + leaseMs,
+        count,
+        perEndpoint,
+        ...[busy, held].map(busyJson),
+      ];
       const rows = await writes.run<Array<Omit<ClaimedDelivery, "url" | "secret">>>(
         { sql: SQL.claim, mode: "all", params },
         { bookkeeping: true },

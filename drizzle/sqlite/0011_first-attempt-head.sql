@@ -1,0 +1,1 @@
+CREATE INDEX `webhook_deliveries_first_attempt_idx` ON `webhook_deliveries` (`webhook_id`,`seq`) WHERE "webhook_deliveries"."attempts" = 0 AND "webhook_deliveries"."next_attempt_at" IS NOT NULL;
