@@ -102,7 +102,11 @@ export const WEBHOOK_SQL = {
     FROM webhooks w
     WHERE w.id = d.webhook_id AND d.seq IN (SELECT seq FROM fair ORDER BY round, next_attempt_at, seq LIMIT $4)
     RETURNING d.seq, d.id, d.webhook_id AS "webhookId", d.payload, d.attempts, w.url, w.secret`,
-  /** ($1: comma list of delivery seqs): due again now; first attempts go by seq whatever their due time (claim). */
+  /** Their endpoints' rows, locked first as DELETE /webhooks locks them: a release never deadlocks with its cascade. */
+  lockEndpointsOf: `SELECT id FROM webhooks WHERE id IN (
+      SELECT webhook_id FROM webhook_deliveries WHERE seq = ANY(string_to_array($1::text, ',')::int8[])
+    ) ORDER BY id FOR NO KEY UPDATE`,
+  /** ($1: comma list of delivery seqs), after lockEndpointsOf: due again now; first attempts go by seq (claim). */
   release: `UPDATE webhook_deliveries SET next_attempt_at = now()
     WHERE seq = ANY(string_to_array($1::text, ',')::int8[]) AND status = 'pending'`,
   recordAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, at, status_code, duration_ms, error, outcome, retry_in_ms)

@@ -55,7 +55,11 @@ export function createPostgresWebhookStore(
     },
 
     async release(deliverySeqs) {
-      await client.unsafe(WEBHOOK_SQL.release, [deliverySeqs.join(",")]);
+      const seqs = deliverySeqs.join(",");
+      await client.begin(async (tx) => {
+        await tx.unsafe(WEBHOOK_SQL.lockEndpointsOf, [seqs]);
+        await tx.unsafe(WEBHOOK_SQL.release, [seqs]);
+      });
     },
 
     async recordAttempt(a) {
