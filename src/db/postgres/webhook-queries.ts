@@ -48,6 +48,7 @@ export const WEBHOOK_SQL = {
   /**
    * (circuit failures, rest ms, lease ms, count, per endpoint, busy JSON, held JSON): as on SQLite. Rows being
    * claimed are skipped: a run goes only as far as its head's rows could be locked, still unattempted and due.
+   * Retries are locked apart from the first attempts picked beside them, so another instance's run is not held up.
    */
   claim: `WITH busy AS (SELECT key::int AS webhook_id, value::int AS n FROM json_each_text($6::text::json)),
     held AS (SELECT key::int AS webhook_id, value::int8 AS seq FROM json_each_text($7::text::json)),
@@ -64,8 +65,7 @@ export const WEBHOOK_SQL = {
       SELECT e.id AS endpoint, e.owner_id, e.room, d.seq, d.next_attempt_at, false AS first
       FROM endpoints e CROSS JOIN LATERAL (
         SELECT seq, next_attempt_at, attempts FROM webhook_deliveries
-        WHERE webhook_id = e.id AND next_attempt_at <= now()
-        ORDER BY next_attempt_at, seq LIMIT e.room FOR UPDATE SKIP LOCKED
+        WHERE webhook_id = e.id AND next_attempt_at <= now() ORDER BY next_attempt_at, seq LIMIT $5
       ) d WHERE d.attempts > 0
     ),
     head AS (
@@ -82,6 +82,10 @@ export const WEBHOOK_SQL = {
       WHERE seq IN (SELECT seq FROM head WHERE NOT blocked) AND attempts = 0 AND next_attempt_at <= now()
       FOR UPDATE SKIP LOCKED
     ),
+    retried AS (
+      SELECT seq FROM webhook_deliveries
+      WHERE seq IN (SELECT seq FROM retries) AND attempts > 0 AND next_attempt_at <= now() FOR UPDATE SKIP LOCKED
+    ),
     run AS (
       SELECT endpoint, owner_id, room, seq, next_attempt_at, true AS first FROM (
         SELECT h.*, bool_and(l.seq IS NOT NULL) OVER (PARTITION BY h.endpoint ORDER BY h.seq) AS ours
@@ -92,7 +96,7 @@ export const WEBHOOK_SQL = {
       SELECT seq, next_attempt_at, owner_id, room, row_number() OVER (
         PARTITION BY endpoint ORDER BY first, CASE WHEN NOT first THEN next_attempt_at END, seq
       ) AS turn
-      FROM (SELECT * FROM retries UNION ALL SELECT * FROM run) candidates
+      FROM (SELECT * FROM retries WHERE seq IN (SELECT seq FROM retried) UNION ALL SELECT * FROM run) candidates
     ),
     fair AS (
       SELECT seq, next_attempt_at, row_number() OVER (PARTITION BY owner_id ORDER BY turn, next_attempt_at, seq) AS round
