@@ -580,20 +580,8 @@ describe(`fair delivery (${ENGINE})`, () => {
         return t.stores.webhooks.pendingCount();
       },
     };
-    const dispatcher = createDispatcher({
-      store,
-      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
-      retryDelaysMs: [],
-      allowPrivate: true,
-      log: () => {},
-      metrics: t.ops.metrics,
-      pollMs: 20,
-      pendingEveryMs: 0,
-      clock: () => now,
-      fairness: { attemptsPerSecond: 5, perEndpoint: 100 },
-    });
-    running.push(dispatcher);
-    dispatcher.start();
+    const fairness = { attemptsPerSecond: 5, perEndpoint: 100 };
+    running.push(startDispatcher(t.stores, { store, retryDelaysMs: [], ops: t.ops, clock: () => now, fairness }));
     await until(async () => hook.received.length, { holds: (n) => n === 5 });
     const seen = ticks;
     await until(async () => ticks, { holds: (n) => n >= seen + 5 });
@@ -612,19 +600,8 @@ describe(`fair delivery (${ENGINE})`, () => {
     await register(t, alice, hook.url());
     for (let i = 1; i <= 4; i++) await t.createPlant(String(i), `p${i}`, alice);
     const now = Date.now();
-    const dispatcher = createDispatcher({
-      store: t.stores.webhooks,
-      fanOut: createFanOut(t.stores.webhooks, t.stores.changes),
-      retryDelaysMs: [60_000],
-      allowPrivate: true,
-      log: () => {},
-      metrics: t.ops.metrics,
-      pollMs: 20,
-      clock: () => now,
-      fairness: { attemptsPerSecond: 4, perEndpoint: 1 },
-    });
-    running.push(dispatcher);
-    dispatcher.start();
+    const fairness = { attemptsPerSecond: 4, perEndpoint: 1 };
+    running.push(startDispatcher(t.stores, { retryDelaysMs: [60_000], ops: t.ops, clock: () => now, fairness }));
     // The clock stands still: four attempts fit the budget only if the three let go of were given back.
     await until(async () => hook.received.length, { holds: (n) => n === 4 });
     const ids = hook.received.map((r) => (parseJsonExact(r.body) as { id: number }).id);

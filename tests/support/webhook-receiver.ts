@@ -86,10 +86,19 @@ export const never = () => new Promise<Response>(() => {});
 /** A dispatcher on a test app's stores, polling often, with short retries unless told otherwise. */
 export function startDispatcher(
   stores: Stores,
-  options: { retryDelaysMs?: number[]; timeoutMs?: number; ops?: AppOps; fairness?: Partial<Fairness> } = {},
+  options: {
+    retryDelaysMs?: number[];
+    timeoutMs?: number;
+    ops?: AppOps;
+    fairness?: Partial<Fairness>;
+    /** The dispatcher's clock (its budget and attempt times); the store keeps its own. */
+    clock?: () => number;
+    /** In place of the stores' own, to watch or fail its calls. */
+    store?: WebhookStore;
+  } = {},
 ): Dispatcher {
   const dispatcher = createDispatcher({
-    store: stores.webhooks,
+    store: options.store ?? stores.webhooks,
     fanOut: createFanOut(stores.webhooks, stores.changes),
     retryDelaysMs: options.retryDelaysMs ?? [50, 50],
     allowPrivate: true,
@@ -99,6 +108,7 @@ export function startDispatcher(
     timeoutMs: options.timeoutMs,
     fairness: options.fairness,
     pendingEveryMs: 0,
+    clock: options.clock,
   });
   dispatcher.start();
   return dispatcher;
